@@ -1,0 +1,606 @@
+#include "common/emu/emu.h"
+
+#include <algorithm>
+#include <bit>
+#include <boost/context/fiber.hpp>
+#include <exception>
+#include <memory>
+#include <sstream>
+
+namespace pa::emu {
+namespace {
+
+namespace bctx = boost::context;
+
+enum class ThreadState : std::uint8_t { runnable, at_barrier, at_collective, exited };
+
+struct Thread {
+  bctx::fiber fiber;      // the thread's own context while it is suspended
+  bctx::fiber scheduler;  // the scheduler's context while the thread runs
+  ThreadState state = ThreadState::runnable;
+  dim3 idx;
+  int linear = 0;
+  int warp = 0;
+  int lane = 0;
+  std::source_location where;  // the barrier or collective it waits at
+  Collective kind = Collective::syncwarp;
+  unsigned mask = 0;
+  int param = 0;
+  int width = 32;
+  std::uint64_t payload = 0;
+  std::uint64_t result = 0;
+};
+
+struct StaticKey {
+  const char* file;
+  std::uint_least32_t line;
+  std::uint_least32_t column;
+  bool operator==(const StaticKey&) const = default;
+};
+
+/// Stacks are reused across programs: a decode launch runs thousands of programs.
+class StackPool {
+ public:
+#if defined(BOOST_USE_ASAN)
+  static constexpr std::size_t kStackBytes = 512 * 1024;
+#else
+  static constexpr std::size_t kStackBytes = 128 * 1024;
+#endif
+  bctx::stack_context allocate() {
+    if (free_.empty()) {
+      free_.push_back(std::make_unique<unsigned char[]>(kStackBytes));
+    }
+    unsigned char* base = free_.back().release();
+    free_.pop_back();
+    bctx::stack_context sctx;
+    sctx.size = kStackBytes;
+    sctx.sp = base + kStackBytes;
+    return sctx;
+  }
+  void deallocate(bctx::stack_context& sctx) noexcept {
+    unsigned char* base = static_cast<unsigned char*>(sctx.sp) - sctx.size;
+    free_.emplace_back(base);
+  }
+
+ private:
+  std::vector<std::unique_ptr<unsigned char[]>> free_;
+};
+
+/// Adapts the pool to Boost.Context's StackAllocator concept (copied into each fiber).
+struct PooledStack {
+  StackPool* pool;
+  bctx::stack_context allocate() { return pool->allocate(); }
+  void deallocate(bctx::stack_context& sctx) noexcept { pool->deallocate(sctx); }
+};
+
+struct Program {
+  const LaunchShape* shape = nullptr;
+  dim3 block_idx;
+  std::vector<Thread> threads;
+  std::uint32_t epoch = 1;  // barrier epochs start at 1 so a zeroed record is never current
+  std::vector<std::uint32_t> warp_epochs;
+  std::vector<std::pair<StaticKey, std::unique_ptr<SharedArray>>> static_arrays;
+  std::size_t static_bytes = 0;
+  std::unique_ptr<SharedArray> dynamic;
+  bool traced = false;
+};
+
+struct Runtime {
+  Program* program = nullptr;
+  Thread* current = nullptr;
+  std::exception_ptr error;
+  StackPool stacks;
+  Limits limits;
+  std::vector<std::string> tensor_names;
+  std::vector<TensorTraffic> traffic;
+  Counters totals;  // launches, programs, threads, barriers, collectives (tensors filled on read)
+  bool tracing = false;
+  dim3 traced_block;
+  std::vector<TraceEntry> trace;
+};
+
+thread_local Runtime rt;
+
+std::string dim_str(const dim3& d) { return cat('(', d.x, ',', d.y, ',', d.z, ')'); }
+std::string where_str(const std::source_location& w) {
+  std::string file = w.file_name();
+  const auto slash = file.find("kernels/");
+  if (slash != std::string::npos) file = file.substr(slash);
+  return cat(file, ':', w.line());
+}
+
+/// "kernel K, program (x,y,z), thread (x,y,z)": the prefix of every message.
+std::string here() {
+  std::ostringstream out;
+  out << "kernel " << (rt.program ? rt.program->shape->kernel_name : "?");
+  if (rt.program) out << ", program " << dim_str(rt.program->block_idx);
+  if (rt.current) out << ", thread " << dim_str(rt.current->idx);
+  return out.str();
+}
+
+[[noreturn]] void fault(const std::string& what) { throw KernelError(cat(here(), ": ", what)); }
+
+Program& program() {
+  if (!rt.program || !rt.current) throw KernelError("emulator: a kernel built-in was used outside a launch");
+  return *rt.program;
+}
+
+/// Suspends the running thread and returns to the scheduler.
+void yield_to_scheduler() {
+  Thread& self = *rt.current;
+  self.scheduler = std::move(self.scheduler).resume();
+}
+
+std::string lanes_str(const std::vector<int>& lanes) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    std::size_t j = i;
+    while (j + 1 < lanes.size() && lanes[j + 1] == lanes[j] + 1) ++j;
+    if (i) out << ',';
+    out << lanes[i];
+    if (j > i) out << '-' << lanes[j];
+    i = j;
+  }
+  return out.str();
+}
+
+const char* collective_name(Collective kind) {
+  switch (kind) {
+    case Collective::syncwarp: return "__syncwarp";
+    case Collective::shfl_xor: return "__shfl_xor_sync";
+    case Collective::shfl_down: return "__shfl_down_sync";
+    case Collective::shfl_up: return "__shfl_up_sync";
+    case Collective::shfl_idx: return "__shfl_sync";
+    case Collective::ballot: return "__ballot_sync";
+  }
+  return "?";
+}
+
+std::string hex(unsigned mask) {
+  std::ostringstream out;
+  out << "0x" << std::hex;
+  out.width(8);
+  out.fill('0');
+  out << mask;
+  return out.str();
+}
+
+/// Completes the warp collectives whose every named lane has arrived. Returns true if any
+/// thread was released. Called only when no thread is runnable.
+bool resolve_warps(Program& prog) {
+  bool released = false;
+  const int num_threads = static_cast<int>(prog.threads.size());
+  const int num_warps = (num_threads + 31) / 32;
+  for (int warp = 0; warp < num_warps; ++warp) {
+    const int first = warp * 32;
+    const int lanes_here = std::min(32, num_threads - first);
+    for (int lane = 0; lane < lanes_here; ++lane) {
+      Thread& t = prog.threads[first + lane];
+      if (t.state != ThreadState::at_collective) continue;
+      rt.current = &t;
+      const unsigned mask = t.mask;
+      if (!(mask >> lane & 1u))
+        fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(mask),
+                  ", which does not include the calling lane ", lane));
+      if (lanes_here < 32 && (mask >> lanes_here) != 0)
+        fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(mask),
+                  " names lanes beyond the ", lanes_here, " threads of this warp"));
+      bool complete = true;
+      for (int other = 0; other < lanes_here; ++other) {
+        if (!(mask >> other & 1u)) continue;
+        const Thread& o = prog.threads[first + other];
+        if (o.state == ThreadState::exited)
+          fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(mask),
+                    " waits for lane ", other, ", which has exited"));
+        if (o.state == ThreadState::at_barrier)
+          fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(mask),
+                    " waits for lane ", other, ", which waits at __syncthreads at ",
+                    where_str(o.where), " (deadlock)"));
+        if (o.state != ThreadState::at_collective) {
+          complete = false;
+          continue;
+        }
+        if (o.kind != t.kind || o.mask != mask)
+          fault(cat("lane ", lane, " calls ", collective_name(t.kind), " at ", where_str(t.where),
+                    " with mask ", hex(mask), " but lane ", other, " calls ", collective_name(o.kind),
+                    " at ", where_str(o.where), " with mask ", hex(o.mask)));
+      }
+      if (!complete) continue;
+      // Every named lane is here: exchange.
+      std::uint64_t ballot = 0;
+      for (int other = 0; other < lanes_here; ++other)
+        if ((mask >> other & 1u) && prog.threads[first + other].payload != 0) ballot |= 1ull << other;
+      for (int member = 0; member < lanes_here; ++member) {
+        if (!(mask >> member & 1u)) continue;
+        Thread& m = prog.threads[first + member];
+        rt.current = &m;
+        const int width = m.width;
+        const int base = member & ~(width - 1);
+        int source = member;
+        switch (m.kind) {
+          case Collective::syncwarp: break;
+          case Collective::ballot: break;
+          case Collective::shfl_xor: {
+            const int s = member ^ m.param;
+            if (s >= base && s < base + width) source = s;
+            break;
+          }
+          case Collective::shfl_down:
+            if (member + m.param < base + width) source = member + m.param;
+            break;
+          case Collective::shfl_up:
+            if (member - m.param >= base) source = member - m.param;
+            break;
+          case Collective::shfl_idx: source = base + (m.param & (width - 1)); break;
+        }
+        if (m.kind == Collective::ballot) {
+          m.result = ballot;
+        } else {
+          if (source >= lanes_here || !(mask >> source & 1u))
+            fault(cat(collective_name(m.kind), " at ", where_str(m.where), " with mask ", hex(mask),
+                      ": lane ", member, " reads lane ", source,
+                      ", which is not in the mask (its value is undefined on a GPU)"));
+          m.result = prog.threads[first + source].payload;
+        }
+        m.state = ThreadState::runnable;
+      }
+      ++prog.warp_epochs[warp];
+      ++rt.totals.warp_collectives;
+      released = true;
+    }
+  }
+  rt.current = nullptr;
+  return released;
+}
+
+/// Releases a barrier every live thread waits at; reports divergent barriers and deadlocks.
+bool resolve_barrier(Program& prog) {
+  std::vector<int> exited, at_barrier, elsewhere;
+  for (const Thread& t : prog.threads) {
+    if (t.state == ThreadState::exited) exited.push_back(t.linear);
+    else if (t.state == ThreadState::at_barrier) at_barrier.push_back(t.linear);
+    else elsewhere.push_back(t.linear);
+  }
+  if (at_barrier.empty()) return false;
+  const Thread& first = prog.threads[at_barrier.front()];
+  rt.current = nullptr;
+  if (!elsewhere.empty()) {
+    const Thread& other = prog.threads[elsewhere.front()];
+    fault(cat("deadlock: threads ", lanes_str(at_barrier), " wait at __syncthreads at ",
+              where_str(first.where), " while threads ", lanes_str(elsewhere), " wait at ",
+              collective_name(other.kind), " at ", where_str(other.where)));
+  }
+  if (!exited.empty())
+    fault(cat("divergent barrier: threads ", lanes_str(exited),
+              " exited without reaching __syncthreads at ", where_str(first.where),
+              ", where threads ", lanes_str(at_barrier), " wait"));
+  std::vector<int> other_site;
+  for (int id : at_barrier) {
+    const Thread& t = prog.threads[id];
+    if (t.where.line() != first.where.line() || std::string_view(t.where.file_name()) != first.where.file_name())
+      other_site.push_back(id);
+  }
+  if (!other_site.empty()) {
+    std::vector<int> same;
+    for (int id : at_barrier)
+      if (std::find(other_site.begin(), other_site.end(), id) == other_site.end()) same.push_back(id);
+    fault(cat("divergent barrier: threads ", lanes_str(same), " wait at __syncthreads at ",
+              where_str(first.where), " but threads ", lanes_str(other_site), " wait at ",
+              where_str(prog.threads[other_site.front()].where)));
+  }
+  ++prog.epoch;
+  for (Thread& t : prog.threads) t.state = ThreadState::runnable;
+  ++rt.totals.barriers;
+  return true;
+}
+
+void run_program(Program& prog, const std::function<void()>& body) {
+  const LaunchShape& shape = *prog.shape;
+  const int num_threads = static_cast<int>(shape.block.volume());
+  prog.threads.clear();
+  prog.threads.resize(num_threads);
+  prog.warp_epochs.assign((num_threads + 31) / 32, 1);
+  if (shape.dynamic_shared_bytes > 0) {
+    prog.dynamic = std::make_unique<SharedArray>();
+    prog.dynamic->name = "dynamic shared";
+  }
+  for (int id = 0; id < num_threads; ++id) {
+    Thread& t = prog.threads[id];
+    t.linear = id;
+    t.warp = id / 32;
+    t.lane = id % 32;
+    t.idx = dim3(id % shape.block.x, (id / shape.block.x) % shape.block.y,
+                 id / (shape.block.x * shape.block.y));
+    t.fiber = bctx::fiber(std::allocator_arg, PooledStack{&rt.stacks},
+                          [&t, &body](bctx::fiber&& scheduler) {
+                            t.scheduler = std::move(scheduler);
+                            try {
+                              body();
+                            } catch (const bctx::detail::forced_unwind&) {
+                              throw;
+                            } catch (...) {
+                              if (!rt.error) rt.error = std::current_exception();
+                            }
+                            t.state = ThreadState::exited;
+                            return std::move(t.scheduler);
+                          });
+  }
+  for (;;) {
+    bool all_exited = true;
+    for (Thread& t : prog.threads) {
+      if (t.state == ThreadState::runnable) {
+        rt.current = &t;
+        t.fiber = std::move(t.fiber).resume();
+        rt.current = nullptr;
+        if (rt.error) return;  // the caller unwinds the other fibers and rethrows
+      }
+      if (t.state != ThreadState::exited) all_exited = false;
+    }
+    if (all_exited) return;
+    if (resolve_warps(prog)) continue;
+    if (resolve_barrier(prog)) continue;
+    // Blocked at warp collectives that can never complete (a named lane never arrives).
+    for (Thread& t : prog.threads) {
+      if (t.state == ThreadState::at_collective) {
+        rt.current = &t;
+        fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(t.mask),
+                  " can never complete"));
+      }
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+Limits& limits() { return rt.limits; }
+
+void launch(const LaunchShape& shape, const std::function<void()>& thread_body) {
+  if (rt.program) throw KernelError("emulator: launch() called from inside a kernel");
+  const std::string name = shape.kernel_name;
+  if (shape.grid.volume() == 0)
+    throw KernelError(cat("kernel ", name, ": grid ", dim_str(shape.grid), " has no programs (a GPU "
+                          "rejects this launch with an invalid-configuration error)"));
+  if (shape.block.volume() == 0 || shape.block.volume() > rt.limits.max_threads_per_block)
+    throw KernelError(cat("kernel ", name, ": block ", dim_str(shape.block), " has ", shape.block.volume(),
+                          " threads; expected 1 to ", rt.limits.max_threads_per_block));
+  if (shape.dynamic_shared_bytes > rt.limits.max_dynamic_shared)
+    throw KernelError(cat("kernel ", name, ": asks for ", shape.dynamic_shared_bytes,
+                          " bytes of dynamic shared memory; the device allows ", rt.limits.max_dynamic_shared));
+  ++rt.totals.launches;
+  Program prog;
+  prog.shape = &shape;
+  for (unsigned z = 0; z < shape.grid.z; ++z) {
+    for (unsigned y = 0; y < shape.grid.y; ++y) {
+      for (unsigned x = 0; x < shape.grid.x; ++x) {
+        prog.block_idx = dim3(x, y, z);
+        prog.epoch = 1;
+        prog.static_arrays.clear();
+        prog.static_bytes = 0;
+        prog.dynamic.reset();
+        prog.traced = rt.tracing && rt.traced_block.x == x && rt.traced_block.y == y &&
+                      rt.traced_block.z == z;
+        rt.program = &prog;
+        // A fault raised inside a thread is parked in rt.error; one found by the scheduler
+        // (divergent barrier, bad mask) is thrown directly. Either way the suspended fibers
+        // are unwound (their stacks go back to the pool) and the emulator is ready again.
+        std::exception_ptr error;
+        try {
+          run_program(prog, thread_body);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        if (!error) error = rt.error;
+        rt.error = nullptr;
+        if (error) {
+          prog.threads.clear();
+          rt.program = nullptr;
+          rt.current = nullptr;
+          std::rethrow_exception(error);
+        }
+        ++rt.totals.programs;
+        rt.totals.threads += prog.threads.size();
+        prog.threads.clear();
+        rt.program = nullptr;
+      }
+    }
+  }
+}
+
+const dim3& thread_idx() {
+  program();
+  return rt.current->idx;
+}
+const dim3& block_idx() { return program().block_idx; }
+const dim3& block_dim() { return program().shape->block; }
+const dim3& grid_dim() { return program().shape->grid; }
+
+void syncthreads(std::source_location where) {
+  program();
+  Thread& self = *rt.current;
+  self.state = ThreadState::at_barrier;
+  self.where = where;
+  yield_to_scheduler();
+}
+
+std::uint64_t warp_exchange(Collective kind, unsigned mask, std::uint64_t payload, int param,
+                            int width, std::source_location where) {
+  program();
+  if (width <= 0 || width > 32 || (width & (width - 1)) != 0)
+    fault(cat(collective_name(kind), " at ", where_str(where), ": width ", width,
+              " is not a power of two in [1, 32]"));
+  Thread& self = *rt.current;
+  self.state = ThreadState::at_collective;
+  self.kind = kind;
+  self.mask = mask;
+  self.payload = payload;
+  self.param = param;
+  self.width = width;
+  self.where = where;
+  yield_to_scheduler();
+  return self.result;
+}
+
+void syncwarp(unsigned mask, std::source_location where) {
+  warp_exchange(Collective::syncwarp, mask, 0, 0, 32, where);
+}
+
+int tensor_id(const char* name) {
+  for (std::size_t i = 0; i < rt.tensor_names.size(); ++i)
+    if (rt.tensor_names[i] == name) return static_cast<int>(i);
+  rt.tensor_names.emplace_back(name);
+  rt.traffic.emplace_back();
+  return static_cast<int>(rt.tensor_names.size() - 1);
+}
+
+void global_access(int tensor, const void* base, std::int64_t index, std::int64_t count,
+                   std::int64_t extent, std::size_t elem_size, bool write, std::size_t align_bytes) {
+  Program& prog = program();
+  const std::string& name = rt.tensor_names.at(static_cast<std::size_t>(tensor));
+  if (index < 0 || index + count > extent) {
+    if (count == 1)
+      fault(cat("out-of-bounds ", write ? "write to " : "read of ", name, '[', index, "] (extent ", extent, ')'));
+    fault(cat("out-of-bounds ", write ? "write to " : "read of ", name, '[', index, "..", index + count - 1,
+              "] (extent ", extent, ')'));
+  }
+  if (align_bytes > 1) {
+    const auto address = reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(index) * elem_size;
+    if (address % align_bytes != 0)
+      fault(cat("misaligned ", align_bytes, "-byte vector ", write ? "write to " : "read of ", name, '[',
+                index, "]: the address is not a multiple of ", align_bytes, " bytes"));
+  }
+  TensorTraffic& traffic = rt.traffic[static_cast<std::size_t>(tensor)];
+  const std::uint64_t bytes = static_cast<std::uint64_t>(count) * elem_size;
+  (write ? traffic.bytes_written : traffic.bytes_read) += bytes;
+  ++traffic.accesses;
+  if (prog.traced)
+    rt.trace.push_back({prog.shape->kernel_name, name, index, count, write,
+                        static_cast<unsigned>(rt.current->linear)});
+}
+
+void shared_access(SharedArray& array, std::int64_t index, bool write) {
+  Program& prog = program();
+  const Thread& self = *rt.current;
+  const auto count = static_cast<std::int64_t>(array.cells.size());
+  if (index < 0 || index >= count)
+    fault(cat("out-of-bounds shared ", write ? "write to " : "read of ", array.name, '[', index,
+              "] (extent ", count, ')'));
+  SharedCell& cell = array.cells[static_cast<std::size_t>(index)];
+  const std::uint32_t epoch = prog.epoch;
+  const std::uint32_t warp_epoch = prog.warp_epochs[static_cast<std::size_t>(self.warp)];
+  // Is an access by thread `other` at (epoch, its warp's epoch) ordered before this one?
+  auto ordered = [&](std::int32_t other, std::uint32_t other_epoch, std::uint32_t other_warp_epoch) {
+    if (other == self.linear || other_epoch < epoch) return true;
+    return other / 32 == self.warp && other_warp_epoch < warp_epoch;
+  };
+  auto thread_name = [&](std::int32_t id) { return dim_str(prog.threads[static_cast<std::size_t>(id)].idx); };
+  if (!write) {
+    if (cell.writer < 0)
+      fault(cat("read of shared ", array.name, '[', index, "] before any thread of this program wrote it",
+                " (if another thread writes it, a __syncthreads between that write and this read is missing)"));
+    if (!ordered(cell.writer, cell.write_epoch, cell.write_warp_epoch))
+      fault(cat("shared-memory race on ", array.name, '[', index, "]: read here, written by thread ",
+                thread_name(cell.writer), " with no barrier between (missing __syncthreads?)"));
+    const std::uint32_t warp_bit = 1u << (self.warp % 32);
+    if (cell.reader_epoch != epoch || cell.reader == -1) {
+      cell.reader = self.linear;
+      cell.reader_epoch = epoch;
+      cell.reader_warps = warp_bit;
+      cell.reader_warp_epoch = warp_epoch;
+    } else {
+      if (cell.reader != self.linear) cell.reader = -2;
+      cell.reader_warps |= warp_bit;
+      cell.reader_warp_epoch = std::max(cell.reader_warp_epoch, warp_epoch);
+    }
+    return;
+  }
+  if (cell.writer >= 0 && !ordered(cell.writer, cell.write_epoch, cell.write_warp_epoch))
+    fault(cat("shared-memory race on ", array.name, '[', index, "]: written here and by thread ",
+              thread_name(cell.writer), " with no barrier between"));
+  if (cell.reader != -1 && cell.reader_epoch == epoch) {
+    const std::uint32_t warp_bit = 1u << (self.warp % 32);
+    bool race = (cell.reader_warps & ~warp_bit) != 0;  // read by another warp since the barrier
+    if (!race && cell.reader != self.linear) race = cell.reader_warp_epoch >= warp_epoch;
+    if (race)
+      fault(cat("shared-memory race on ", array.name, '[', index, "]: written here after thread ",
+                cell.reader >= 0 ? thread_name(cell.reader) : std::string("(several)"),
+                " read it, with no barrier between (missing __syncthreads?)"));
+  }
+  cell.writer = self.linear;
+  cell.write_epoch = epoch;
+  cell.write_warp_epoch = warp_epoch;
+}
+
+namespace {
+void init_array(SharedArray& array, const char* name, std::size_t elem_size, std::size_t count) {
+  array.name = name;
+  array.elem_size = elem_size;
+  array.bytes.assign(elem_size * count, 0xff);  // shared memory starts as garbage (NaN for floats)
+  array.cells.assign(count, SharedCell{});
+}
+}  // namespace
+
+SharedArray& static_shared(const char* name, std::size_t elem_size, std::size_t count,
+                           std::source_location where) {
+  Program& prog = program();
+  const StaticKey key{where.file_name(), where.line(), where.column()};
+  for (auto& [k, array] : prog.static_arrays)
+    if (k == key) return *array;
+  const std::size_t bytes = elem_size * count;
+  if (prog.static_bytes + bytes > rt.limits.max_static_shared)
+    fault(cat("static shared memory of ", prog.static_bytes + bytes, " bytes (", name, " adds ", bytes,
+              ") exceeds the ", rt.limits.max_static_shared, "-byte limit"));
+  prog.static_bytes += bytes;
+  auto array = std::make_unique<SharedArray>();
+  init_array(*array, name, elem_size, count);
+  prog.static_arrays.emplace_back(key, std::move(array));
+  return *prog.static_arrays.back().second;
+}
+
+SharedArray& dynamic_shared(const char* name, std::size_t elem_size) {
+  Program& prog = program();
+  if (!prog.dynamic) fault(cat("dynamic shared array ", name, " used, but the launch asked for 0 bytes"));
+  SharedArray& array = *prog.dynamic;
+  if (array.elem_size == 0) {
+    init_array(array, name, elem_size, prog.shape->dynamic_shared_bytes / elem_size);
+  } else if (array.elem_size != elem_size) {
+    fault(cat("dynamic shared memory viewed with elements of ", elem_size, " and ", array.elem_size,
+              " bytes; the emulator tracks races per element, so use one element type"));
+  }
+  return array;
+}
+
+std::uint64_t Counters::total_read() const {
+  std::uint64_t sum = 0;
+  for (const auto& [name, t] : tensors) sum += t.bytes_read;
+  return sum;
+}
+std::uint64_t Counters::total_written() const {
+  std::uint64_t sum = 0;
+  for (const auto& [name, t] : tensors) sum += t.bytes_written;
+  return sum;
+}
+
+void reset_counters() {
+  for (TensorTraffic& t : rt.traffic) t = TensorTraffic{};
+  rt.totals = Counters{};
+}
+
+Counters counters() {
+  Counters out = rt.totals;
+  for (std::size_t i = 0; i < rt.tensor_names.size(); ++i)
+    if (rt.traffic[i].accesses) out.tensors[rt.tensor_names[i]] = rt.traffic[i];
+  return out;
+}
+
+void trace_program(unsigned x, unsigned y, unsigned z) {
+  rt.tracing = true;
+  rt.traced_block = dim3(x, y, z);
+}
+void clear_trace() {
+  rt.tracing = false;
+  rt.trace.clear();
+}
+const std::vector<TraceEntry>& trace() { return rt.trace; }
+
+}  // namespace pa::emu

@@ -1,0 +1,285 @@
+#pragma once
+/// \file
+/// The pretend GPU: runs CUDA-style kernels on the CPU, unchanged, and checks what a GPU hides.
+///
+/// A launch runs the programs (thread blocks) of its grid one after another. The threads of one
+/// program are cooperative fibers (Boost.Context): each runs until it reaches a barrier or a
+/// warp collective, then the next runs. On top of plain execution the emulator:
+///  - checks every global access against the tensor's extent (GlobalSpan), and every vector
+///    access for 16-byte alignment;
+///  - checks shared memory for barrier races: an element written by one thread and touched by
+///    another in the same barrier epoch (and not ordered by a warp collective) is reported, as is
+///    a read of shared memory nothing has written in this program;
+///  - reports divergent barriers (threads waiting at different `__syncthreads`, or some exited
+///    while others wait) and warp collectives with a wrong mask;
+///  - counts bytes read and written per tensor, and traces what one chosen program read.
+/// Every error is a pa::KernelError naming the kernel, program, thread, tensor and index.
+///
+/// Kernels never include this header: they use kernels/portable/portable.h, which maps the
+/// CUDA names onto these functions in a host build.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/error.h"
+
+namespace pa::emu {
+
+/// CUDA's dim3.
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3() = default;
+  constexpr dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  constexpr std::size_t volume() const { return std::size_t{x} * y * z; }
+};
+
+/// Grid, block, dynamic shared memory and the kernel's name for messages.
+struct LaunchShape {
+  dim3 grid;
+  dim3 block;
+  std::size_t dynamic_shared_bytes = 0;
+  const char* kernel_name = "kernel";
+};
+
+/// Runs \p thread_body once per thread of every program of the grid. Throws KernelError on the
+/// first fault; the launch stops there.
+void launch(const LaunchShape& shape, const std::function<void()>& thread_body);
+
+/// Limits the emulator enforces at launch (an H200's by default).
+struct Limits {
+  unsigned max_threads_per_block = 1024;
+  std::size_t max_static_shared = 48 * 1024;
+  std::size_t max_dynamic_shared = 227 * 1024;
+};
+Limits& limits();
+
+// ----- the built-in variables and barriers ----------------------------------------------------
+const dim3& thread_idx();
+const dim3& block_idx();
+const dim3& block_dim();
+const dim3& grid_dim();
+/// `__syncthreads()`.
+void syncthreads(std::source_location where = std::source_location::current());
+/// `__syncwarp(mask)`.
+void syncwarp(unsigned mask, std::source_location where = std::source_location::current());
+
+/// Which warp collective a thread waits at.
+enum class Collective : std::uint8_t { syncwarp, shfl_xor, shfl_down, shfl_up, shfl_idx, ballot };
+
+/// The core of every warp collective: posts this lane's 8-byte payload and returns the payload
+/// of the lane it reads (for ballot, the bits of every voting lane).
+std::uint64_t warp_exchange(Collective kind, unsigned mask, std::uint64_t payload, int param,
+                            int width, std::source_location where);
+
+template <class T>
+T shuffle(Collective kind, unsigned mask, T value, int param, int width, std::source_location where) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
+                "warp shuffles move values of at most 8 bytes");
+  std::uint64_t payload = 0;
+  std::memcpy(&payload, &value, sizeof(T));
+  const std::uint64_t result = warp_exchange(kind, mask, payload, param, width, where);
+  T out;
+  std::memcpy(&out, &result, sizeof(T));
+  return out;
+}
+
+// ----- global memory --------------------------------------------------------------------------
+/// Index of a named tensor in the traffic counters (registered on first use of the name).
+int tensor_id(const char* name);
+/// Bounds check, byte counting and tracing of one global access of \p count elements of
+/// \p elem_size bytes at \p index; \p align_bytes > 1 also checks the address's alignment.
+void global_access(int tensor, const void* base, std::int64_t index, std::int64_t count,
+                   std::int64_t extent, std::size_t elem_size, bool write, std::size_t align_bytes);
+
+template <class T>
+class GlobalSpan;
+
+/// What `span[i]` returns for a writable global tensor: a read converts, a write assigns.
+template <class T>
+class GlobalRef {
+ public:
+  GlobalRef(const GlobalSpan<T>& span, std::int64_t index) : span_(span), index_(index) {}
+  operator T() const { return span_.load(index_); }
+  GlobalRef& operator=(const T& value) {
+    span_.store(index_, value);
+    return *this;
+  }
+  GlobalRef& operator=(const GlobalRef& other) { return *this = static_cast<T>(other); }
+
+ private:
+  const GlobalSpan<T>& span_;
+  std::int64_t index_;
+};
+
+/// A named, bounds-checked view of a global tensor of \p T (const T for inputs).
+template <class T>
+class GlobalSpan {
+ public:
+  using value_type = std::remove_const_t<T>;
+  GlobalSpan() = default;
+  GlobalSpan(T* data, std::int64_t size, const char* name)
+      : data_(data), size_(size), name_(name), tensor_(tensor_id(name)) {}
+
+  decltype(auto) operator[](std::int64_t index) const {
+    if constexpr (std::is_const_v<T>) {
+      return load(index);
+    } else {
+      return GlobalRef<T>(*this, index);
+    }
+  }
+  value_type load(std::int64_t index) const {
+    global_access(tensor_, data_, index, 1, size_, sizeof(T), false, 1);
+    return data_[index];
+  }
+  void store(std::int64_t index, const value_type& value) const {
+    static_assert(!std::is_const_v<T>, "cannot write through a span of const elements");
+    global_access(tensor_, data_, index, 1, size_, sizeof(T), true, 1);
+    data_[index] = value;
+  }
+  /// Reads \p count consecutive elements into \p out as one access of count*sizeof(T) bytes,
+  /// which must be aligned to that size (as a GPU vector load requires).
+  void load_vector(std::int64_t index, int count, value_type* out) const {
+    global_access(tensor_, data_, index, count, size_, sizeof(T), false, sizeof(T) * count);
+    std::memcpy(out, data_ + index, sizeof(T) * count);
+  }
+  void store_vector(std::int64_t index, int count, const value_type* in) const {
+    global_access(tensor_, data_, index, count, size_, sizeof(T), true, sizeof(T) * count);
+    std::memcpy(const_cast<value_type*>(data_ + index), in, sizeof(T) * count);
+  }
+  std::int64_t size() const { return size_; }
+  const char* name() const { return name_; }
+  T* data() const { return data_; }
+
+ private:
+  T* data_ = nullptr;
+  std::int64_t size_ = 0;
+  const char* name_ = "";
+  int tensor_ = -1;
+};
+
+// ----- shared memory --------------------------------------------------------------------------
+/// Race-detection state of one shared element.
+struct SharedCell {
+  std::int32_t writer = -1;  ///< thread that last wrote it (-1: never written)
+  std::uint32_t write_epoch = 0;
+  std::uint32_t write_warp_epoch = 0;
+  std::int32_t reader = -1;  ///< a thread that read it in reader_epoch (-2: several)
+  std::uint32_t reader_epoch = 0;
+  std::uint32_t reader_warp_epoch = 0;
+  std::uint32_t reader_warps = 0;  ///< bit per warp that read it in reader_epoch
+};
+
+/// One shared array of a program: bytes plus one SharedCell per element.
+struct SharedArray {
+  std::string name;
+  std::size_t elem_size = 0;
+  std::vector<unsigned char> bytes;
+  std::vector<SharedCell> cells;
+};
+
+/// Checks and records one access to element \p index of \p array.
+void shared_access(SharedArray& array, std::int64_t index, bool write);
+
+template <class T>
+class SharedSpan;
+
+/// What `shared[i]` returns: reads and writes go through the race detector.
+template <class T>
+class SharedRef {
+ public:
+  SharedRef(SharedArray* array, std::int64_t index) : array_(array), index_(index) {}
+  operator T() const {
+    shared_access(*array_, index_, false);
+    T value;
+    std::memcpy(&value, array_->bytes.data() + index_ * sizeof(T), sizeof(T));
+    return value;
+  }
+  SharedRef& operator=(const T& value) {
+    shared_access(*array_, index_, true);
+    std::memcpy(array_->bytes.data() + index_ * sizeof(T), &value, sizeof(T));
+    return *this;
+  }
+  SharedRef& operator=(const SharedRef& other) { return *this = static_cast<T>(other); }
+  SharedRef& operator+=(const T& value) { return *this = static_cast<T>(*this) + value; }
+  SharedRef& operator*=(const T& value) { return *this = static_cast<T>(*this) * value; }
+
+ private:
+  SharedArray* array_;
+  std::int64_t index_;
+};
+
+/// A view of a program's shared array (static or dynamic). `span + n` views from element n on.
+template <class T>
+class SharedSpan {
+ public:
+  SharedSpan(SharedArray* array, std::int64_t offset) : array_(array), offset_(offset) {}
+  SharedRef<T> operator[](std::int64_t index) const { return SharedRef<T>(array_, offset_ + index); }
+  SharedSpan operator+(std::int64_t count) const { return SharedSpan(array_, offset_ + count); }
+
+ private:
+  SharedArray* array_;
+  std::int64_t offset_;
+};
+
+/// The program's static shared array declared at \p where (allocated by the first thread that
+/// reaches the declaration; every thread gets the same one).
+SharedArray& static_shared(const char* name, std::size_t elem_size, std::size_t count,
+                           std::source_location where);
+/// The program's dynamic shared memory viewed as elements of \p elem_size bytes.
+SharedArray& dynamic_shared(const char* name, std::size_t elem_size);
+
+template <class T>
+SharedSpan<T> shared_array(const char* name, std::size_t count,
+                           std::source_location where = std::source_location::current()) {
+  static_assert(std::is_trivially_copyable_v<T>, "shared memory holds plain values");
+  return SharedSpan<T>(&static_shared(name, sizeof(T), count, where), 0);
+}
+template <class T>
+SharedSpan<T> dynamic_shared_array(const char* name) {
+  return SharedSpan<T>(&dynamic_shared(name, sizeof(T)), 0);
+}
+
+// ----- traffic counters and traces ------------------------------------------------------------
+/// Bytes one tensor moved.
+struct TensorTraffic {
+  std::uint64_t bytes_read = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t accesses = 0;
+};
+
+/// What the launches since the last reset_counters() moved, by tensor name.
+struct Counters {
+  std::map<std::string, TensorTraffic> tensors;
+  std::uint64_t launches = 0;
+  std::uint64_t programs = 0;
+  std::uint64_t threads = 0;
+  std::uint64_t barriers = 0;          ///< __syncthreads completed (per program)
+  std::uint64_t warp_collectives = 0;  ///< shuffles/syncwarps completed (per warp)
+  std::uint64_t total_read() const;
+  std::uint64_t total_written() const;
+};
+void reset_counters();
+Counters counters();
+
+/// One global access of the traced program.
+struct TraceEntry {
+  std::string kernel;
+  std::string tensor;
+  std::int64_t index = 0;  ///< first element
+  std::int64_t count = 0;  ///< elements
+  bool write = false;
+  unsigned thread = 0;     ///< linear thread id in the program
+};
+/// Records every global access of program (x, y, z) (all launches until cleared).
+void trace_program(unsigned x, unsigned y = 0, unsigned z = 0);
+void clear_trace();
+const std::vector<TraceEntry>& trace();
+
+}  // namespace pa::emu

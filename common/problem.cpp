@@ -1,0 +1,120 @@
+#include "common/problem.h"
+
+#include <cmath>
+
+#include "common/error.h"
+
+namespace pa {
+
+CacheLayout CacheLayout::hnd(int num_kv_heads, int block_size, int head_dim) {
+  const std::int64_t dim = head_dim;
+  return {std::int64_t{num_kv_heads} * block_size * dim, std::int64_t{block_size} * dim, dim, 1};
+}
+
+CacheLayout CacheLayout::nhd(int num_kv_heads, int block_size, int head_dim) {
+  const std::int64_t dim = head_dim;
+  return {std::int64_t{num_kv_heads} * block_size * dim, dim, std::int64_t{num_kv_heads} * dim, 1};
+}
+
+std::string CacheLayout::name(int num_kv_heads, int block_size, int head_dim) const {
+  if (*this == hnd(num_kv_heads, block_size, head_dim)) return "hnd";
+  if (*this == nhd(num_kv_heads, block_size, head_dim)) return "nhd";
+  return "custom";
+}
+
+std::int64_t DecodeProblem::cache_elems() const {
+  if (num_blocks == 0) return 0;
+  return layout.offset(num_blocks - 1, num_kv_heads - 1, block_size - 1, head_dim - 1) + 1;
+}
+
+DecodeProblem make_problem(int num_seqs, int num_q_heads, int num_kv_heads, int head_dim,
+                           int block_size, int max_blocks_per_seq, int max_context_len,
+                           std::int64_t num_blocks, DType dtype) {
+  DecodeProblem problem;
+  problem.num_seqs = num_seqs;
+  problem.num_q_heads = num_q_heads;
+  problem.num_kv_heads = num_kv_heads;
+  problem.head_dim = head_dim;
+  problem.block_size = block_size;
+  problem.max_blocks_per_seq = max_blocks_per_seq;
+  problem.max_context_len = max_context_len;
+  problem.num_blocks = num_blocks;
+  problem.dtype = dtype;
+  problem.scale = head_dim > 0 ? 1.0f / std::sqrt(static_cast<float>(head_dim)) : 0.0f;
+  if (num_kv_heads > 0 && block_size > 0 && head_dim > 0)
+    problem.layout = CacheLayout::hnd(num_kv_heads, block_size, head_dim);
+  return problem;
+}
+
+void validate(const DecodeProblem& p, std::string_view function) {
+  PA_REQUIRE(p.num_seqs >= 0, function, "num_seqs", ">= 0", p.num_seqs);
+  PA_REQUIRE(p.num_q_heads > 0, function, "num_q_heads", "> 0", p.num_q_heads);
+  PA_REQUIRE(p.num_kv_heads > 0, function, "num_kv_heads", "> 0", p.num_kv_heads);
+  PA_REQUIRE(p.num_q_heads % p.num_kv_heads == 0, function, "num_q_heads % num_kv_heads",
+             "0 (each KV head serves a whole group of query heads)",
+             cat(p.num_q_heads % p.num_kv_heads, " (num_q_heads=", p.num_q_heads,
+                 ", num_kv_heads=", p.num_kv_heads, ")"));
+  PA_REQUIRE(p.head_dim > 0, function, "head_dim", "> 0", p.head_dim);
+  PA_REQUIRE(p.block_size > 0, function, "block_size", "> 0", p.block_size);
+  PA_REQUIRE(p.max_blocks_per_seq >= 0, function, "max_blocks_per_seq", ">= 0",
+             p.max_blocks_per_seq);
+  PA_REQUIRE(p.num_blocks >= 0, function, "num_blocks", ">= 0", p.num_blocks);
+  PA_REQUIRE(p.num_blocks <= std::int64_t{INT32_MAX} + 1, function, "num_blocks",
+             "<= 2^31 (block-table entries are int32)", p.num_blocks);
+  PA_REQUIRE(p.max_context_len >= 0 && p.max_context_len <= p.row_capacity(), function,
+             "max_context_len",
+             cat("in [0, max_blocks_per_seq * block_size = ", p.row_capacity(), "]"),
+             p.max_context_len);
+  PA_REQUIRE(p.dtype == DType::f32 || p.dtype == DType::f16 || p.dtype == DType::bf16, function, "dtype",
+             "f32, f16 or bf16", static_cast<int>(p.dtype));
+  PA_REQUIRE(std::isfinite(p.scale) && p.scale > 0.0f, function, "scale", "finite and > 0",
+             p.scale);
+  const CacheLayout& l = p.layout;
+  PA_REQUIRE(l.dim_stride == 1, function, "layout.dim_stride",
+             "1 (channels of one token are contiguous)", l.dim_stride);
+  PA_REQUIRE(l.token_stride >= p.head_dim, function, "layout.token_stride",
+             cat(">= head_dim = ", p.head_dim), l.token_stride);
+  PA_REQUIRE(l.head_stride >= p.head_dim, function, "layout.head_stride",
+             cat(">= head_dim = ", p.head_dim), l.head_stride);
+  // Heads and slots of one page must not overlap: one of the two axes nests inside the other.
+  const bool heads_outer = l.head_stride >= std::int64_t{p.block_size} * l.token_stride;
+  const bool slots_outer = l.token_stride >= std::int64_t{p.num_kv_heads} * l.head_stride;
+  PA_REQUIRE(heads_outer || slots_outer, function, "layout.head_stride/token_stride",
+             cat("non-overlapping heads and slots (head_stride >= block_size * token_stride = ",
+                 std::int64_t{p.block_size} * l.token_stride, ", or token_stride >= num_kv_heads * head_stride = ",
+                 std::int64_t{p.num_kv_heads} * l.head_stride, ")"),
+             cat(l.head_stride, "/", l.token_stride));
+  const std::int64_t page_span = l.offset(0, p.num_kv_heads - 1, p.block_size - 1, p.head_dim - 1) + 1;
+  PA_REQUIRE(l.block_stride >= page_span, function, "layout.block_stride",
+             cat(">= one page's span = ", page_span), l.block_stride);
+}
+
+void validate_tables(const DecodeProblem& p, std::span<const std::int32_t> block_tables,
+                     std::span<const std::int32_t> context_lens, std::string_view function) {
+  PA_REQUIRE(context_lens.size() == static_cast<std::size_t>(p.num_seqs), function,
+             "context_lens.size()", cat("num_seqs = ", p.num_seqs), context_lens.size());
+  const std::size_t table_elems = static_cast<std::size_t>(p.num_seqs) * p.max_blocks_per_seq;
+  PA_REQUIRE(block_tables.size() == table_elems, function, "block_tables.size()",
+             cat("num_seqs * max_blocks_per_seq = ", table_elems), block_tables.size());
+  for (int seq = 0; seq < p.num_seqs; ++seq) {
+    const std::int32_t len = context_lens[seq];
+    PA_REQUIRE(len >= 0 && len <= p.max_context_len, function,
+               cat("context_lens[", seq, "]"), cat("in [0, max_context_len = ", p.max_context_len, "]"),
+               len);
+    const std::int64_t used = pages_for(len, p.block_size);
+    for (std::int64_t i = 0; i < used; ++i) {
+      const std::int32_t page = block_tables[static_cast<std::size_t>(seq) * p.max_blocks_per_seq + i];
+      PA_REQUIRE(page >= 0 && page < p.num_blocks, function,
+                 cat("block_tables[", seq, "][", i, "]"), cat("a page in [0, num_blocks = ", p.num_blocks, ")"),
+                 page);
+    }
+  }
+}
+
+std::string describe(const DecodeProblem& p) {
+  return cat("seqs=", p.num_seqs, " heads=", p.num_q_heads, "/", p.num_kv_heads, " dim=", p.head_dim,
+             " page=", p.block_size, " ctx<=", p.max_context_len, " pool=", p.num_blocks, " ",
+             dtype_name(p.dtype), " ", p.layout.name(p.num_kv_heads, p.block_size, p.head_dim));
+}
+
+}  // namespace pa

@@ -1,0 +1,233 @@
+#pragma once
+/// \file
+/// The small vocabulary every kernel is written in, so one source runs on the GPU and in the
+/// emulator.
+///
+/// Kernels are plain CUDA C++: `__global__`, `threadIdx`, `blockIdx`, `__syncthreads()`,
+/// `__shfl_xor_sync(...)`. Under nvcc those are the real built-ins. In a host build this
+/// header defines them on top of the emulator (common/emu), which runs the same code on the CPU
+/// with checks. Three things differ from bare CUDA, each for a reason:
+///  - global tensors are `gspan<T>` (a pointer under nvcc; a named, bounds-checked span in the
+///    emulator, which also counts bytes);
+///  - shared arrays are declared with `PA_SHARED(T, name, count)` and
+///    `PA_DYNAMIC_SHARED(T, name)` (a `__shared__` array under nvcc; a race-checked array shared
+///    by the program's fibers in the emulator);
+///  - vector loads use `load_vec<N>(span, index)` (one 16-byte load under nvcc; a checked,
+///    alignment-verified load in the emulator).
+///
+/// `PA_UNROLL` stands for `#pragma unroll` (nvcc's; g++ would warn on it).
+///
+/// Each target compiles the kernels into its own namespace, `pa::PA_KERNELS`
+/// (`pa::kernels_cuda` or `pa::kernels_emu`), so both builds of one kernel live in one program.
+
+#include <cstdint>
+
+#include <cstddef>
+#include <type_traits>
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "common/kernel_api.h"
+
+#if defined(__CUDACC__)
+// ============================================================================================
+// nvcc: the real thing
+// ============================================================================================
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#define PA_KERNELS kernels_cuda
+#define PA_UNROLL _Pragma("unroll")
+#define PA_SHARED(T, name, count) __shared__ T name[count]
+#define PA_DYNAMIC_SHARED(T, name)                                      \
+  extern __shared__ __align__(16) unsigned char pa_dynamic_shared_[]; \
+  T* name = reinterpret_cast<T*>(pa_dynamic_shared_)
+
+namespace pa::cuda_vocab {
+/// A global tensor on the GPU: just the pointer (name and size are for the emulator).
+template <class T>
+struct GlobalSpan {
+  T* ptr = nullptr;
+  GlobalSpan() = default;
+  __host__ __device__ GlobalSpan(T* data, std::int64_t, const char*) : ptr(data) {}
+  __device__ __forceinline__ T& operator[](std::int64_t index) const { return ptr[index]; }
+};
+}  // namespace pa::cuda_vocab
+
+namespace pa::PA_KERNELS {
+template <class T>
+using gspan = cuda_vocab::GlobalSpan<T>;
+using bf16 = __nv_bfloat16;
+using f16 = __half;
+using dim3 = ::dim3;
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(f16 x) { return __half2float(x); }
+template <class T>
+__device__ __forceinline__ T from_float(float x) {
+  if constexpr (std::is_same_v<T, bf16>) return __float2bfloat16_rn(x);
+  else if constexpr (std::is_same_v<T, f16>) return __float2half_rn(x);
+  else return x;
+}
+}  // namespace pa::PA_KERNELS
+
+#else
+// ============================================================================================
+// host build: the emulator stands in for the GPU
+// ============================================================================================
+#include <cmath>
+#include <source_location>
+
+#include "common/emu/emu.h"
+
+#define PA_KERNELS kernels_emu
+#define PA_UNROLL
+#define __global__ inline
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define PA_SHARED(T, name, count) auto name = ::pa::emu::shared_array<T>(#name, (count))
+#define PA_DYNAMIC_SHARED(T, name) auto name = ::pa::emu::dynamic_shared_array<T>(#name)
+#define threadIdx (::pa::emu::thread_idx())
+#define blockIdx (::pa::emu::block_idx())
+#define blockDim (::pa::emu::block_dim())
+#define gridDim (::pa::emu::grid_dim())
+
+constexpr int warpSize = 32;
+
+inline void __syncthreads(std::source_location where = std::source_location::current()) {
+  ::pa::emu::syncthreads(where);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu,
+                       std::source_location where = std::source_location::current()) {
+  ::pa::emu::syncwarp(mask, where);
+}
+template <class T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32,
+                  std::source_location where = std::source_location::current()) {
+  return ::pa::emu::shuffle(::pa::emu::Collective::shfl_xor, mask, value, lane_mask, width, where);
+}
+template <class T>
+T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = 32,
+                   std::source_location where = std::source_location::current()) {
+  return ::pa::emu::shuffle(::pa::emu::Collective::shfl_down, mask, value, static_cast<int>(delta),
+                            width, where);
+}
+template <class T>
+T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 32,
+                 std::source_location where = std::source_location::current()) {
+  return ::pa::emu::shuffle(::pa::emu::Collective::shfl_up, mask, value, static_cast<int>(delta),
+                            width, where);
+}
+template <class T>
+T __shfl_sync(unsigned mask, T value, int src_lane, int width = 32,
+              std::source_location where = std::source_location::current()) {
+  return ::pa::emu::shuffle(::pa::emu::Collective::shfl_idx, mask, value, src_lane, width, where);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              std::source_location where = std::source_location::current()) {
+  return static_cast<unsigned>(::pa::emu::warp_exchange(::pa::emu::Collective::ballot, mask,
+                                                        predicate != 0, 0, 32, where));
+}
+inline float __int_as_float(int bits) { return ::pa::float_from_bits(static_cast<std::uint32_t>(bits)); }
+
+namespace pa::PA_KERNELS {
+template <class T>
+using gspan = emu::GlobalSpan<T>;
+using bf16 = ::pa::bf16_t;
+using f16 = ::pa::f16_t;
+using dim3 = emu::dim3;
+inline float to_float(float x) { return x; }
+inline float to_float(bf16 x) { return bf16_to_float(x); }
+inline float to_float(f16 x) { return f16_to_float(x); }
+template <class T>
+T from_float(float x) {
+  if constexpr (std::is_same_v<T, bf16>) return float_to_bf16(x);
+  else if constexpr (std::is_same_v<T, f16>) return float_to_f16(x);
+  else return x;
+}
+}  // namespace pa::PA_KERNELS
+#endif
+
+// ============================================================================================
+// common to both targets
+// ============================================================================================
+namespace pa::PA_KERNELS {
+
+/// N elements loaded or stored as one access of N*sizeof(T) bytes (16 bytes for the vector
+/// loads of the later steps: 8 bf16 or 4 floats).
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+/// Loads elements [index, index+N) of \p span with one vector access; the address must be
+/// aligned to N*sizeof(T) (the emulator checks, the GPU faults).
+template <int N, class T>
+__device__ __forceinline__ Vec<std::remove_const_t<T>, N> load_vec(const gspan<T>& span, std::int64_t index) {
+  using V = Vec<std::remove_const_t<T>, N>;
+#if defined(__CUDACC__)
+  return *reinterpret_cast<const V*>(span.ptr + index);
+#else
+  V out;
+  span.load_vector(index, N, out.v);
+  return out;
+#endif
+}
+
+/// Stores a vector to elements [index, index+N) of \p span with one access.
+template <int N, class T>
+__device__ __forceinline__ void store_vec(const gspan<T>& span, std::int64_t index, const Vec<T, N>& value) {
+#if defined(__CUDACC__)
+  *reinterpret_cast<Vec<T, N>*>(span.ptr + index) = value;
+#else
+  span.store_vector(index, N, value.v);
+#endif
+}
+
+#if defined(__CUDACC__)
+/// This compilation's backend.
+inline constexpr Backend kBackend = Backend::cuda;
+#else
+inline constexpr Backend kBackend = Backend::emulator;
+#endif
+
+/// Launches \p kernel on a grid of programs: `kernel<<<grid, block, shared_bytes, stream>>>`
+/// under nvcc (raising the dynamic shared-memory limit first when a program needs more than
+/// 48 KiB; a failed launch throws CudaError naming \p name), `emu::launch` in the emulator.
+template <class... Params, class... Args>
+void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+                   std::size_t shared_bytes, void* stream, const Args&... args) {
+#if defined(__CUDACC__)
+  if (shared_bytes > 48 * 1024) {
+    const cudaError_t status = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(shared_bytes));
+    if (status != cudaSuccess)
+      throw CudaError(cat(name, ": cannot raise dynamic shared memory to ", shared_bytes,
+                          " bytes: ", cudaGetErrorString(status)));
+  }
+  kernel<<<grid, block, shared_bytes, static_cast<cudaStream_t>(stream)>>>(args...);
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    throw CudaError(cat("launch of ", name, " (grid ", grid.x, 'x', grid.y, 'x', grid.z, ", block ",
+                        block.x, ", ", shared_bytes, " B shared) failed: ", cudaGetErrorString(status)));
+#else
+  (void)stream;
+  emu::launch({grid, block, shared_bytes, name}, [&] { kernel(args...); });
+#endif
+}
+
+/// Calls `f(T{})` with the kernel-side storage type of \p dtype (float, f16 or bf16).
+template <class F>
+void dispatch_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: f(float{}); return;
+    case DType::f16: f(f16{}); return;
+    case DType::bf16: f(bf16{}); return;
+  }
+}
+
+}  // namespace pa::PA_KERNELS

@@ -1,0 +1,422 @@
+// The pretend GPU's own tests: correct kernels run and give the right answer; planted bugs
+// (a missing barrier, a read past a tensor, a barrier some threads skip, a shuffle under a
+// wrong mask, a misaligned vector load) are each caught with a message that names the place.
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kernels/portable/portable.h"
+#include "tests/catch_compat.h"
+
+namespace pa::PA_KERNELS::emulator_tests {
+
+// ----- correct kernels ------------------------------------------------------------------------
+
+/// Block-wide sum through shared memory, tree-shaped, a barrier at every level.
+__global__ void block_sum(gspan<const float> input, gspan<float> output) {
+  PA_SHARED(float, partial, 256);
+  const int tid = threadIdx.x;
+  partial[tid] = input[blockIdx.x * blockDim.x + tid];
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (tid < stride) partial[tid] = partial[tid] + partial[tid + stride];
+    __syncthreads();
+  }
+  if (tid == 0) output[blockIdx.x] = partial[0];
+}
+
+/// Warp-wide sum with xor shuffles (every lane ends with the total).
+__global__ void warp_sum(gspan<const float> input, gspan<float> output) {
+  const int tid = threadIdx.x;
+  float value = input[tid];
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  output[tid] = value;
+}
+
+/// shfl_down, shfl_up, shfl (idx) and ballot in one warp.
+__global__ void warp_moves(gspan<int> out) {
+  const int lane = threadIdx.x;
+  out[lane * 4 + 0] = __shfl_down_sync(0xffffffffu, lane, 3);
+  out[lane * 4 + 1] = __shfl_up_sync(0xffffffffu, lane, 5);
+  out[lane * 4 + 2] = __shfl_sync(0xffffffffu, lane * 10, 7);
+  out[lane * 4 + 3] = static_cast<int>(__ballot_sync(0xffffffffu, lane % 3 == 0));
+}
+
+/// Lanes of one warp exchange through shared memory, ordered by __syncwarp (no block barrier).
+__global__ void syncwarp_exchange(gspan<float> out) {
+  PA_SHARED(float, slots, 64);
+  const int tid = threadIdx.x;
+  slots[tid] = static_cast<float>(tid);
+  __syncwarp();
+  out[tid] = slots[(tid % 32 + 1) % 32 + (tid / 32) * 32];
+}
+
+/// Locals live across barriers (each thread has its own stack).
+__global__ void locals_across_barriers(gspan<int> out) {
+  PA_SHARED(int, scratch, 128);
+  int mine[4];
+  for (int i = 0; i < 4; ++i) mine[i] = static_cast<int>(threadIdx.x) * 10 + i;
+  for (int round = 0; round < 4; ++round) {
+    scratch[threadIdx.x] = mine[round];
+    __syncthreads();
+    mine[round] = scratch[(threadIdx.x + 1) % blockDim.x];
+    __syncthreads();
+  }
+  out[threadIdx.x] = mine[0] + mine[1] + mine[2] + mine[3];
+}
+
+/// Dynamic shared memory sized at launch.
+__global__ void reverse_dynamic(gspan<const float> input, gspan<float> output) {
+  PA_DYNAMIC_SHARED(float, staged);
+  const int tid = threadIdx.x;
+  staged[tid] = input[tid];
+  __syncthreads();
+  output[tid] = staged[blockDim.x - 1 - tid];
+}
+
+/// Vector loads of 8 bf16 (16 bytes).
+__global__ void vector_copy(gspan<const bf16> input, gspan<bf16> output, int offset) {
+  const int tid = threadIdx.x;
+  const Vec<bf16, 8> v = load_vec<8>(input, offset + tid * 8);
+  store_vec<8>(output, tid * 8, v);
+}
+
+// ----- planted bugs ---------------------------------------------------------------------------
+
+/// BUG: every thread writes its slot and reads its neighbour's with no barrier between.
+__global__ void missing_barrier(gspan<const float> input, gspan<float> output) {
+  PA_SHARED(float, values, 64);
+  const int tid = threadIdx.x;
+  values[tid] = input[tid];
+  // __syncthreads();   <- missing
+  output[tid] = values[tid == 0 ? 0 : tid - 1];
+}
+
+/// BUG: the reduction reads partial sums of other threads with no barrier before it.
+__global__ void missing_barrier_reduction(gspan<const float> input, gspan<float> output) {
+  PA_SHARED(float, partial, 64);
+  const int tid = threadIdx.x;
+  partial[tid] = input[tid];
+  // __syncthreads();   <- missing
+  if (tid == 0) {
+    float sum = 0;
+    for (int i = 0; i < 64; ++i) sum += partial[i];
+    output[0] = sum;
+  }
+}
+
+/// BUG: a write after other threads read the same element, with no barrier between.
+__global__ void write_after_read(gspan<float> output) {
+  PA_SHARED(float, value, 1);
+  if (threadIdx.x == 0) value[0] = 1.0f;
+  __syncthreads();
+  output[threadIdx.x] = value[0];
+  if (threadIdx.x == 40) value[0] = 2.0f;  // thread 0..39 read it in this epoch
+}
+
+/// BUG: off by one: reads one element past the end of the input.
+__global__ void read_past_end(gspan<const float> input, gspan<float> output) {
+  const int tid = threadIdx.x;
+  output[tid] = input[tid + 1];
+}
+
+/// BUG: a barrier inside a branch that half of the threads skip.
+__global__ void barrier_in_branch(gspan<float> output) {
+  const int tid = threadIdx.x;
+  if (tid < 32) __syncthreads();
+  output[tid] = 1.0f;
+}
+
+/// BUG: two different barriers on the two sides of a branch.
+__global__ void barrier_per_side(gspan<float> output) {
+  const int tid = threadIdx.x;
+  if (tid < 32) {
+    output[tid] = 1.0f;
+    __syncthreads();
+  } else {
+    output[tid] = 2.0f;
+    __syncthreads();
+  }
+}
+
+/// BUG: the whole warp shuffles, but the mask names only lanes 0-15.
+__global__ void shuffle_mask_too_small(gspan<float> output) {
+  const int lane = threadIdx.x;
+  output[lane] = __shfl_xor_sync(0x0000ffffu, static_cast<float>(lane), 1);
+}
+
+/// BUG: lanes 0-15 shuffle among themselves but read lanes 16-31 (xor 16).
+__global__ void shuffle_reads_outside_mask(gspan<float> output) {
+  const int lane = threadIdx.x;
+  if (lane < 16) output[lane] = __shfl_xor_sync(0x0000ffffu, static_cast<float>(lane), 16);
+}
+
+/// BUG: the mask names all 32 lanes, but lanes 16-31 never call the shuffle.
+__global__ void shuffle_lanes_missing(gspan<float> output) {
+  const int lane = threadIdx.x;
+  if (lane < 16) output[lane] = __shfl_xor_sync(0xffffffffu, static_cast<float>(lane), 1);
+}
+
+/// BUG: a 16-byte vector load at an element offset that is not a multiple of 8 bf16.
+__global__ void misaligned_vector(gspan<const bf16> input, gspan<bf16> output) {
+  const Vec<bf16, 8> v = load_vec<8>(input, 3);
+  store_vec<8>(output, 0, v);
+}
+
+/// BUG: a kernel that reads shared memory nothing wrote.
+__global__ void uninitialised_shared(gspan<float> output) {
+  PA_SHARED(float, never_written, 32);
+  output[threadIdx.x] = never_written[threadIdx.x];
+}
+
+}  // namespace pa::PA_KERNELS::emulator_tests
+
+namespace {
+using namespace pa::kernels_emu;
+using namespace pa::kernels_emu::emulator_tests;
+
+std::vector<float> iota_floats(std::size_t n, float start = 1.0f) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+/// Launches and returns the KernelError's message (empty if none was thrown).
+template <class Launch>
+std::string fault_of(Launch launch) {
+  try {
+    launch();
+  } catch (const pa::KernelError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("emulator: block reduction through shared memory with barriers", "[emulator]") {
+  const auto input = iota_floats(4 * 256);
+  std::vector<float> output(4, -1.0f);
+  pa::emu::reset_counters();
+  launch_kernel("block_sum", block_sum, dim3(4), dim3(256), 0, nullptr,
+                gspan<const float>(input.data(), 1024, "input"), gspan<float>(output.data(), 4, "output"));
+  for (int b = 0; b < 4; ++b) {
+    const double expected = 256.0 * (256 * b + 1) + 256.0 * 255 / 2;
+    CHECK(output[b] == Approx(expected));
+  }
+  const pa::emu::Counters c = pa::emu::counters();
+  REQUIRE(c.tensors.at("input").bytes_read >= 1024 * sizeof(float));
+  CHECK(c.tensors.at("output").bytes_written >= 4 * sizeof(float));
+}
+
+TEST_CASE("emulator: warp shuffles", "[emulator]") {
+  SECTION("xor reduction leaves the sum in every lane") {
+    const auto input = iota_floats(32);
+    std::vector<float> output(32, 0);
+    launch_kernel("warp_sum", warp_sum, dim3(1), dim3(32), 0, nullptr,
+                  gspan<const float>(input.data(), 32, "input"), gspan<float>(output.data(), 32, "output"));
+    for (float v : output) CHECK(v == 528.0f);
+  }
+  SECTION("down, up, idx and ballot follow CUDA's rules at the warp's edges") {
+    std::vector<int> out(32 * 4, -1);
+    launch_kernel("warp_moves", warp_moves, dim3(1), dim3(32), 0, nullptr, gspan<int>(out.data(), 128, "out"));
+    unsigned ballot = 0;
+    for (int lane = 0; lane < 32; lane += 3) ballot |= 1u << lane;
+    for (int lane = 0; lane < 32; ++lane) {
+      CAPTURE(lane);
+      CHECK(out[lane * 4 + 0] == (lane + 3 < 32 ? lane + 3 : lane));  // past the end: own value
+      CHECK(out[lane * 4 + 1] == (lane >= 5 ? lane - 5 : lane));
+      CHECK(out[lane * 4 + 2] == 70);
+      CHECK(static_cast<unsigned>(out[lane * 4 + 3]) == ballot);
+    }
+  }
+}
+
+TEST_CASE("emulator: __syncwarp orders shared memory within a warp", "[emulator]") {
+  std::vector<float> out(64, -1);
+  launch_kernel("syncwarp_exchange", syncwarp_exchange, dim3(1), dim3(64), 0, nullptr, gspan<float>(out.data(), 64, "out"));
+  for (int tid = 0; tid < 64; ++tid) CHECK(out[tid] == static_cast<float>((tid % 32 + 1) % 32 + (tid / 32) * 32));
+}
+
+TEST_CASE("emulator: locals live across barriers, dynamic shared memory, vector loads", "[emulator]") {
+  SECTION("locals") {
+    std::vector<int> out(128, 0);
+    launch_kernel("locals", locals_across_barriers, dim3(2), dim3(128), 0, nullptr, gspan<int>(out.data(), 128, "out"));
+    for (int tid = 0; tid < 128; ++tid) CHECK(out[tid] == ((tid + 1) % 128) * 40 + 6);
+  }
+  SECTION("dynamic shared") {
+    const auto input = iota_floats(96);
+    std::vector<float> output(96, 0);
+    launch_kernel("reverse_dynamic", reverse_dynamic, dim3(1), dim3(96), 96 * sizeof(float), nullptr,
+                  gspan<const float>(input.data(), 96, "input"), gspan<float>(output.data(), 96, "output"));
+    for (int i = 0; i < 96; ++i) CHECK(output[i] == input[95 - i]);
+  }
+  SECTION("aligned 16-byte vector loads") {
+    alignas(16) bf16 input[64 + 8];
+    alignas(16) bf16 output[64];
+    for (int i = 0; i < 72; ++i) input[i] = pa::float_to_bf16(static_cast<float>(i));
+    pa::emu::reset_counters();
+    launch_kernel("vector_copy", vector_copy, dim3(1), dim3(8), 0, nullptr, gspan<const bf16>(input, 72, "input"),
+                  gspan<bf16>(output, 64, "output"), 8);
+    for (int i = 0; i < 64; ++i) CHECK(output[i].bits == input[i + 8].bits);
+    CHECK(pa::emu::counters().tensors.at("input").accesses == 8);  // one access per vector
+  }
+}
+
+TEST_CASE("emulator catches a missing barrier", "[emulator][planted]") {
+  const auto input = iota_floats(64);
+  std::vector<float> output(64, 0);
+  SECTION("neighbour read in the same epoch: a race naming the array, element and writer") {
+    const std::string message = fault_of([&] {
+      launch_kernel("missing_barrier", missing_barrier, dim3(3), dim3(64), 0, nullptr,
+                    gspan<const float>(input.data(), 64, "input"), gspan<float>(output.data(), 64, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "shared-memory race on values[0]"));
+    CHECK(contains(message, "written by thread (0,0,0)"));
+    CHECK(contains(message, "kernel missing_barrier, program (0,0,0), thread (1,0,0)"));
+  }
+  SECTION("a reduction reading partial sums nobody has written yet") {
+    const std::string message = fault_of([&] {
+      launch_kernel("missing_barrier_reduction", missing_barrier_reduction, dim3(1), dim3(64), 0, nullptr,
+                    gspan<const float>(input.data(), 64, "input"), gspan<float>(output.data(), 1, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "partial[1]"));
+    CHECK(contains(message, "__syncthreads"));
+  }
+  SECTION("a write after other threads' reads in the same epoch") {
+    const std::string message = fault_of([&] {
+      launch_kernel("write_after_read", write_after_read, dim3(1), dim3(64), 0, nullptr,
+                    gspan<float>(output.data(), 64, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "shared-memory race on value[0]: written here after thread"));
+    CHECK(contains(message, "thread (40,0,0)"));
+  }
+}
+
+TEST_CASE("emulator catches a read past a tensor", "[emulator][planted]") {
+  const auto input = iota_floats(64);
+  std::vector<float> output(64, 0);
+  const std::string message = fault_of([&] {
+    launch_kernel("read_past_end", read_past_end, dim3(2), dim3(64), 0, nullptr,
+                  gspan<const float>(input.data(), 64, "input"), gspan<float>(output.data(), 64, "output"));
+  });
+  INFO(message);
+  CHECK(contains(message, "kernel read_past_end, program (0,0,0), thread (63,0,0)"));
+  CHECK(contains(message, "out-of-bounds read of input[64] (extent 64)"));
+}
+
+TEST_CASE("emulator catches a barrier some threads skip", "[emulator][planted]") {
+  std::vector<float> output(64, 0);
+  SECTION("half the block exits without reaching it") {
+    const std::string message = fault_of([&] {
+      launch_kernel("barrier_in_branch", barrier_in_branch, dim3(1), dim3(64), 0, nullptr,
+                    gspan<float>(output.data(), 64, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "divergent barrier: threads 32-63 exited without reaching __syncthreads at"));
+    CHECK(contains(message, "test_emulator.cpp:"));
+    CHECK(contains(message, "where threads 0-31 wait"));
+  }
+  SECTION("the two halves wait at different barriers") {
+    const std::string message = fault_of([&] {
+      launch_kernel("barrier_per_side", barrier_per_side, dim3(1), dim3(64), 0, nullptr,
+                    gspan<float>(output.data(), 64, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "divergent barrier: threads 0-31 wait at __syncthreads at"));
+    CHECK(contains(message, "but threads 32-63 wait at"));
+  }
+}
+
+TEST_CASE("emulator catches shuffles under a wrong mask", "[emulator][planted]") {
+  std::vector<float> output(32, 0);
+  SECTION("a lane calls with a mask that leaves it out") {
+    const std::string message = fault_of([&] {
+      launch_kernel("shuffle_mask_too_small", shuffle_mask_too_small, dim3(1), dim3(32), 0, nullptr,
+                    gspan<float>(output.data(), 32, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "__shfl_xor_sync at"));
+    CHECK(contains(message, "mask 0x0000ffff, which does not include the calling lane 16"));
+  }
+  SECTION("a lane reads a lane outside the mask") {
+    const std::string message = fault_of([&] {
+      launch_kernel("shuffle_reads_outside_mask", shuffle_reads_outside_mask, dim3(1), dim3(32), 0, nullptr,
+                    gspan<float>(output.data(), 32, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "lane 0 reads lane 16, which is not in the mask"));
+  }
+  SECTION("the mask names lanes that never arrive") {
+    const std::string message = fault_of([&] {
+      launch_kernel("shuffle_lanes_missing", shuffle_lanes_missing, dim3(1), dim3(32), 0, nullptr,
+                    gspan<float>(output.data(), 32, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "waits for lane 16, which has exited"));
+  }
+}
+
+TEST_CASE("emulator catches misaligned vectors and uninitialised shared reads", "[emulator][planted]") {
+  alignas(16) bf16 input[16] = {};
+  alignas(16) bf16 output[8] = {};
+  std::string message = fault_of([&] {
+    launch_kernel("misaligned_vector", misaligned_vector, dim3(1), dim3(1), 0, nullptr,
+                  gspan<const bf16>(input, 16, "input"), gspan<bf16>(output, 8, "output"));
+  });
+  INFO(message);
+  CHECK(contains(message, "misaligned 16-byte vector read of input[3]"));
+  std::vector<float> out(32, 0);
+  message = fault_of([&] {
+    launch_kernel("uninitialised_shared", uninitialised_shared, dim3(1), dim3(32), 0, nullptr,
+                  gspan<float>(out.data(), 32, "out"));
+  });
+  CHECK(contains(message, "read of shared never_written[0] before any thread of this program wrote it"));
+}
+
+TEST_CASE("emulator rejects launches a GPU would reject, and recovers after a fault", "[emulator]") {
+  std::vector<float> output(64, 0);
+  CHECK(contains(fault_of([&] {
+          launch_kernel("too_big", barrier_in_branch, dim3(1), dim3(2048), 0, nullptr, gspan<float>(output.data(), 64, "output"));
+        }),
+        "has 2048 threads; expected 1 to 1024"));
+  CHECK(contains(fault_of([&] {
+          launch_kernel("empty", barrier_in_branch, dim3(0), dim3(32), 0, nullptr, gspan<float>(output.data(), 64, "output"));
+        }),
+        "has no programs"));
+  CHECK(contains(fault_of([&] {
+          launch_kernel("greedy", reverse_dynamic, dim3(1), dim3(32), 300 * 1024, nullptr,
+                        gspan<const float>(output.data(), 64, "input"), gspan<float>(output.data(), 64, "output"));
+        }),
+        "dynamic shared memory"));
+  // After all those faults a correct kernel still runs.
+  const auto input = iota_floats(32);
+  std::vector<float> sums(32, 0);
+  launch_kernel("warp_sum", warp_sum, dim3(1), dim3(32), 0, nullptr, gspan<const float>(input.data(), 32, "input"),
+                gspan<float>(sums.data(), 32, "output"));
+  CHECK(sums[5] == 528.0f);
+}
+
+TEST_CASE("emulator traces what one program read", "[emulator]") {
+  const auto input = iota_floats(4 * 256);
+  std::vector<float> output(4, 0);
+  pa::emu::trace_program(2);
+  launch_kernel("block_sum", block_sum, dim3(4), dim3(256), 0, nullptr,
+                gspan<const float>(input.data(), 1024, "input"), gspan<float>(output.data(), 4, "output"));
+  const auto trace = pa::emu::trace();
+  pa::emu::clear_trace();
+  REQUIRE(trace.size() == 257);  // 256 reads and one write, all by program 2
+  std::int64_t lo = 1 << 30, hi = -1;
+  for (const auto& e : trace)
+    if (!e.write) {
+      lo = std::min(lo, e.index);
+      hi = std::max(hi, e.index);
+    }
+  CHECK(lo == 512);
+  CHECK(hi == 767);
+}
