@@ -1,0 +1,178 @@
+#include "common/bench.h"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <numeric>
+
+#include "common/error.h"
+#include "common/harness.h"
+#include "common/report.h"
+#include "kernels/registry.h"
+
+namespace pa::bench {
+namespace {
+
+double g_roof_gbps = 0;  // measured at start-up (0 without a GPU)
+
+bool gpu_here() { return cuda_built() && gpu::available(); }
+
+/// The context-length sweep: gqa-batch's head layout (32/8, dim 128, bf16, page 16) with 16
+/// sequences of one length each, named "sweep-<context>".
+const std::vector<int> kSweepContexts = {512, 1024, 2048, 4096, 8192, 16384, 32768};
+WorkloadSpec spec_of(const std::string& name) {
+  if (name == "gqa-batch-nhd") {  // the layout comparison of step 05's page: token-major pages
+    WorkloadSpec spec = named_spec("gqa-batch");
+    spec.name = name;
+    spec.layout = LayoutKind::nhd;
+    return spec;
+  }
+  if (name.rfind("sweep-", 0) != 0) return named_spec(name);
+  WorkloadSpec spec = named_spec("gqa-batch");
+  spec.name = name;
+  spec.context_lens.assign(16, std::stoi(name.substr(6)));
+  return spec;
+}
+
+/// A workload, built once per process and kept on the host and the device.
+struct Cached {
+  Workload host;
+  std::unique_ptr<DeviceWorkload> device;
+  OracleRows oracle;  // on sampled sequences, computed once for every step
+};
+Cached& cached(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Cached>> cache;
+  auto& slot = cache[name];
+  if (!slot) {
+    slot = std::make_unique<Cached>();
+    slot->host = make_workload(spec_of(name));
+    slot->device = std::make_unique<DeviceWorkload>(slot->host);
+    slot->oracle = oracle_rows(slot->host, sample_sequences(slot->host));
+  }
+  return *slot;
+}
+
+void gpu_benchmark(benchmark::State& state, int step, const std::string& workload_name) {
+  const KernelEntry& entry = kernel(step, Backend::cuda);
+  Cached& c = cached(workload_name);
+  const DeviceLimits& limits = gpu::device_info().limits;
+  const KernelOptions options;
+  try {
+    entry.check(c.host.problem, options, limits);
+  } catch (const ArgumentError& refused) {
+    state.SkipWithError(cat("refused: ", refused.what()).c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  constexpr int kRuns = 20;
+  double median = 0;
+  for (auto _ : state) {
+    c.device->poison();
+    median = time_gpu_launches(entry, *c.device, options, kRuns);
+    state.SetIterationTime(median);
+  }
+  // The output of the last timed launch, checked after timing (sampled rows: the full oracle on
+  // gigabytes of K/V would take minutes on the host).
+  const std::vector<std::byte> out = c.device->download_out();
+  const CompareResult result = check_against_oracle(c.host, c.oracle, out);
+  const double bytes = static_cast<double>(c.host.bytes_moved());
+  const double gbps = bytes / median / 1e9;
+  state.counters["GB/s"] = gbps;
+  state.counters["roof_GB/s"] = g_roof_gbps;
+  state.counters["pct_roof"] = g_roof_gbps > 0 ? 100.0 * gbps / g_roof_gbps : 0.0;
+  state.counters["pct_datasheet"] = 100.0 * gbps / limits.datasheet_gbps;
+  state.counters["bytes"] = bytes;
+  state.counters["runs"] = kRuns;
+  state.counters["max_abs_error"] = result.max_abs_error;
+  if (!result.ok) state.SkipWithError(cat("output check after timing failed: ", result.first_failure).c_str());
+}
+
+void emulator_benchmark(benchmark::State& state, int step) {
+  const KernelEntry& entry = kernel(step, Backend::emulator);
+  const Workload workload = make_workload(tour_spec());
+  RunOutput run;
+  for (auto _ : state) run = run_emulator(entry, workload, {});
+  state.counters["emu_bytes"] = static_cast<double>(run.traffic.total_read() + run.traffic.total_written());
+  state.counters["bytes_moved"] = static_cast<double>(workload.bytes_moved());
+}
+
+/// A named workload shrunk for the emulator: the same head layout, two sequences of at most
+/// 256 tokens. Returns the spec and the factor that scales its tokens to the full workload's.
+std::pair<WorkloadSpec, double> miniature(const std::string& name) {
+  const WorkloadSpec full = named_spec(name);
+  WorkloadSpec mini = full;
+  mini.name = name + "-miniature";
+  mini.context_lens.clear();
+  for (std::size_t i = 0; i < std::min<std::size_t>(2, full.context_lens.size()); ++i)
+    mini.context_lens.push_back(std::min(full.context_lens[i], 256));
+  const double full_tokens = std::accumulate(full.context_lens.begin(), full.context_lens.end(), 0.0);
+  const double mini_tokens = std::accumulate(mini.context_lens.begin(), mini.context_lens.end(), 0.0);
+  return {mini, full_tokens / mini_tokens};
+}
+
+void traffic_benchmark(benchmark::State& state, int step, const std::string& name) {
+  const KernelEntry& entry = kernel(step, Backend::emulator);
+  const auto [spec, factor] = miniature(name);
+  const Workload workload = make_workload(spec);
+  RunOutput run;
+  for (auto _ : state) run = run_emulator(entry, workload, {});
+  const double counted = static_cast<double>(run.traffic.total_read() + run.traffic.total_written());
+  state.counters["predicted_bytes"] = counted * factor;
+  state.counters["scale"] = factor;
+}
+
+}  // namespace
+
+void register_step(int step) {
+  const std::string name = kernel(step, Backend::emulator).name;
+  if (gpu_here()) {
+    std::vector<std::string> workloads = named_workloads();
+    workloads.push_back("gqa-batch-nhd");
+    for (int context : kSweepContexts) workloads.push_back("sweep-" + std::to_string(context));
+    for (const std::string& workload : workloads)
+      benchmark::RegisterBenchmark((name + "/gpu/" + workload).c_str(),
+                                   [step, workload](benchmark::State& s) { gpu_benchmark(s, step, workload); })
+          ->UseManualTime()
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RegisterBenchmark((name + "/emulator/tour").c_str(),
+                               [step](benchmark::State& s) { emulator_benchmark(s, step); })
+      ->Unit(benchmark::kMillisecond);
+  for (const std::string& workload : named_workloads())
+    benchmark::RegisterBenchmark((name + "/traffic/" + workload).c_str(),
+                                 [step, workload](benchmark::State& s) { traffic_benchmark(s, step, workload); })
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
+}
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const bool gpu = gpu_here();
+  const Stamp stamp = Stamp::collect(gpu);
+  benchmark::AddCustomContext("pagedattn_stamp", stamp.line());
+  benchmark::AddCustomContext("git_revision", stamp.git_revision);
+  benchmark::AddCustomContext("compiler", stamp.compiler);
+  benchmark::AddCustomContext("cuda_compiler", stamp.cuda_compiler);
+  benchmark::AddCustomContext("build_flags", stamp.flags);
+  if (gpu) {
+    g_roof_gbps = gpu::measure_roof_gbps();
+    const gpu::DeviceInfo& d = gpu::device_info();
+    benchmark::AddCustomContext("gpu", d.name);
+    benchmark::AddCustomContext("gpu_details", stamp.gpu_details);
+    benchmark::AddCustomContext("roof_gbps", format_fixed(g_roof_gbps, 1));
+    benchmark::AddCustomContext("datasheet_gbps", format_fixed(d.limits.datasheet_gbps, 1));
+    benchmark::AddCustomContext("sm_count", std::to_string(d.limits.sm_count));
+  } else {
+    benchmark::AddCustomContext("gpu", cat("none: ", gpu::unavailable_reason()));
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace pa::bench

@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// The benchmarks every kernel step shares (Google Benchmark). A step's bench.cpp is one line,
+/// `PA_STEP_BENCHMARK_MAIN(NN)`; `bench_ladder` registers every step in one program.
+///
+/// Registered per step:
+///  - `stepNN_name/gpu/<workload>` for each named workload of BENCHMARKS.md, when a GPU is
+///    present: median device time of 20 launches (CUDA events, L2 flushed before each, two
+///    warm-ups), counters GB/s (decimal), % of the roof measured at start-up, % of datasheet;
+///    the output is checked against the oracle on sampled sequences after the timed runs.
+///  - `stepNN_name/gpu/gqa-batch-nhd`: gqa-batch with token-major pages (`[page][slot][head][dim]`
+///    instead of `[page][head][slot][dim]`), the layout comparison of step 05's page.
+///  - `stepNN_name/gpu/sweep-<context>`: the same for a context-length sweep (16 sequences of
+///    gqa-batch's head layout, contexts 512 to 32768).
+///  - `stepNN_name/emulator/tour`: the emulator on the tour workload (CPU time).
+///  - `stepNN_name/traffic/<workload>`: the emulator's byte count on a miniature of each named
+///    workload (same heads, dim, page; two sequences of at most 256 tokens), scaled to the
+///    full workload's tokens: the step's predicted bytes, whose time at the roof is its floor.
+
+namespace pa::bench {
+
+/// Registers the benchmarks of kernel step \p step.
+void register_step(int step);
+
+/// Runs the registered benchmarks: measures the roof first when a GPU is present and stamps
+/// the JSON context with the hardware, the roof and the git revision.
+int main(int argc, char** argv);
+
+}  // namespace pa::bench
+
+/// The whole of a kernel step's bench.cpp.
+#define PA_STEP_BENCHMARK_MAIN(step)         \
+  int main(int argc, char** argv) {          \
+    pa::bench::register_step(step);          \
+    return pa::bench::main(argc, argv);      \
+  }

@@ -1,0 +1,205 @@
+// The GPU runtime of a CUDA build: device discovery, memory, events and the bandwidth roof.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "common/cuda/runtime.h"
+#include "common/error.h"
+
+#ifndef PAGEDATTN_CUDA_ARCHITECTURES
+#define PAGEDATTN_CUDA_ARCHITECTURES "?"
+#endif
+
+namespace pa::gpu {
+namespace {
+
+void check(cudaError_t status, std::string_view what) {
+  if (status != cudaSuccess)
+    throw CudaError(cat(what, ": ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ")"));
+}
+
+// [roof]
+/// The roof: every thread streams 16-byte loads over the buffer, four independent loads in
+/// flight per iteration, and folds them into one word so the loads cannot be optimised away.
+__global__ void stream_read(const uint4* __restrict__ data, std::size_t count, unsigned* sink) {
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  unsigned fold = 0;
+  for (; i + 3 * stride < count; i += 4 * stride) {
+    const uint4 a = data[i];
+    const uint4 b = data[i + stride];
+    const uint4 c = data[i + 2 * stride];
+    const uint4 d = data[i + 3 * stride];
+    fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < count; i += stride) {
+    const uint4 a = data[i];
+    fold ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  if (fold == 0x9e3779b9u) *sink = fold;  // practically never true; keeps the loads alive
+}
+// [roof]
+
+__global__ void probe() {}
+
+std::string compute_reason() {
+  int count = 0;  // cudaGetDeviceCount leaves it unset when there is no driver
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess)
+    return cat("no CUDA device (cudaGetDeviceCount: ", cudaGetErrorString(status), ")");
+  if (count == 0) return "no CUDA device (cudaGetDeviceCount found 0)";
+  cudaFuncAttributes attributes{};
+  const cudaError_t image = cudaFuncGetAttributes(&attributes, probe);
+  if (image != cudaSuccess) {
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    return cat("no kernel image for ", prop.name, " (sm_", prop.major, prop.minor,
+               "): this build targets CUDA architectures ", PAGEDATTN_CUDA_ARCHITECTURES, " (",
+               cudaGetErrorString(image), ")");
+  }
+  return "";
+}
+
+}  // namespace
+
+const std::string& unavailable_reason() {
+  static const std::string reason = compute_reason();
+  return reason;
+}
+
+const DeviceInfo& device_info() {
+  static const DeviceInfo info = [] {
+    if (!available()) throw CudaError(unavailable_reason());
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    DeviceInfo out;
+    out.name = prop.name;
+    out.compute_capability_major = prop.major;
+    out.compute_capability_minor = prop.minor;
+    cudaDriverGetVersion(&out.driver_version);
+    cudaRuntimeGetVersion(&out.runtime_version);
+    int value = 0;
+    // CUDA 13 dropped cudaDeviceProp::memoryClockRate and clockRate: read the attributes.
+    if (cudaDeviceGetAttribute(&value, cudaDevAttrClockRate, device) == cudaSuccess) out.sm_clock_mhz = value / 1000.0;
+    if (cudaDeviceGetAttribute(&value, cudaDevAttrMemoryClockRate, device) == cudaSuccess)
+      out.memory_clock_mhz = value / 1000.0;
+    if (cudaDeviceGetAttribute(&value, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess)
+      out.memory_bus_bits = value;
+    cudaGetLastError();  // an unreadable attribute is not an error worth keeping
+    out.total_memory = prop.totalGlobalMem;
+    DeviceLimits& l = out.limits;
+    l.name = prop.name;
+    l.sm_count = prop.multiProcessorCount;
+    l.max_threads_per_block = prop.maxThreadsPerBlock;
+    l.max_blocks_per_sm = prop.maxBlocksPerMultiProcessor;
+    l.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
+    l.shared_per_block = prop.sharedMemPerBlock;
+    l.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+    l.shared_per_sm = prop.sharedMemPerMultiprocessor;
+    l.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+    // HBM is double data rate: bytes/s = 2 * clock * bus width / 8.
+    l.datasheet_gbps = 2.0 * out.memory_clock_mhz * 1e6 * out.memory_bus_bits / 8.0 / 1e9;
+    return out;
+  }();
+  return info;
+}
+
+Buffer::Buffer(std::size_t bytes, std::string_view what) : bytes_(bytes), what_(what) {
+  if (bytes == 0) return;
+  const cudaError_t status = cudaMalloc(&data_, bytes);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    std::size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    data_ = nullptr;
+    throw CudaError(cat("cudaMalloc of ", bytes, " bytes for ", what, " failed: ", cudaGetErrorString(status),
+                        " (", free_bytes, " of ", total_bytes, " bytes free)"));
+  }
+}
+Buffer::Buffer(Buffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)), what_(std::move(other.what_)) {}
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) cudaFree(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    what_ = std::move(other.what_);
+  }
+  return *this;
+}
+Buffer::~Buffer() {
+  if (data_) cudaFree(data_);
+}
+void Buffer::upload(const void* host, std::size_t bytes) {
+  if (bytes > bytes_) throw CudaError(cat("upload of ", bytes, " bytes into ", what_, " of ", bytes_, " bytes"));
+  if (bytes) check(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice), cat("upload to ", what_));
+}
+void Buffer::download(void* host, std::size_t bytes) const {
+  if (bytes > bytes_) throw CudaError(cat("download of ", bytes, " bytes from ", what_, " of ", bytes_, " bytes"));
+  if (bytes) check(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost), cat("download from ", what_));
+}
+void Buffer::fill(unsigned char byte) {
+  if (bytes_) check(cudaMemset(data_, byte, bytes_), cat("fill of ", what_));
+}
+
+Event::Event() {
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreate(&event), "cudaEventCreate");
+  event_ = event;
+}
+Event::~Event() {
+  if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+void Event::record(void* stream) {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+}
+float Event::elapsed_ms(const Event& start, const Event& end) {
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(end.event_)), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start.event_), static_cast<cudaEvent_t>(end.event_)),
+        "cudaEventElapsedTime");
+  return ms;
+}
+
+void synchronize(std::string_view what) {
+  check(cudaDeviceSynchronize(), cat("after ", what));
+  check(cudaGetLastError(), cat("after ", what));
+}
+
+void flush_l2() {
+  static Buffer scrub(2 * std::max<std::size_t>(device_info().limits.l2_bytes, 1 << 20), "L2 flush buffer");
+  check(cudaMemsetAsync(scrub.data(), 0, scrub.size()), "L2 flush");
+}
+
+double measure_roof_gbps(std::size_t bytes, int runs) {
+  const DeviceInfo& info = device_info();
+  Buffer data(bytes, "roof buffer");
+  Buffer sink(sizeof(unsigned), "roof sink");
+  data.fill(0x5a);
+  const std::size_t count = bytes / sizeof(uint4);
+  const int threads = 512;
+  const int blocks = info.limits.sm_count * (info.limits.max_threads_per_sm / threads);
+  auto run = [&] {
+    stream_read<<<blocks, threads>>>(static_cast<const uint4*>(data.data()), count, static_cast<unsigned*>(sink.data()));
+    check(cudaGetLastError(), "launch of stream_read");
+  };
+  run();  // warm-up
+  synchronize("stream_read warm-up");
+  std::vector<float> times;
+  Event start, stop;
+  for (int i = 0; i < runs; ++i) {
+    start.record();
+    run();
+    stop.record();
+    times.push_back(Event::elapsed_ms(start, stop));
+  }
+  std::sort(times.begin(), times.end());
+  const double median_ms = times[times.size() / 2];
+  return static_cast<double>(count * sizeof(uint4)) / (median_ms * 1e-3) / 1e9;
+}
+
+}  // namespace pa::gpu

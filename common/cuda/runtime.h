@@ -1,0 +1,87 @@
+#pragma once
+/// \file
+/// The GPU as host code sees it: is there one, what is it, device memory, events, and the
+/// bandwidth roof. No CUDA types leak out of this header, so host code builds the same with or
+/// without the CUDA toolkit (runtime_none.cpp answers "built without CUDA").
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "common/kernel_api.h"
+
+namespace pa::gpu {
+
+/// Empty when a CUDA device can run this build's kernels; otherwise why not ("pagedattn was
+/// built without CUDA", "no CUDA device: ...", "no kernel image for ..."). Asked once.
+const std::string& unavailable_reason();
+/// Whether the GPU path can run here.
+inline bool available() { return unavailable_reason().empty(); }
+
+/// What the device is; every benchmark stamps its results with this.
+struct DeviceInfo {
+  std::string name;
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  int driver_version = 0;   ///< e.g. 13000 for CUDA 13.0
+  int runtime_version = 0;
+  double sm_clock_mhz = 0;  ///< as reported (0 if not readable)
+  double memory_clock_mhz = 0;
+  int memory_bus_bits = 0;
+  std::size_t total_memory = 0;
+  DeviceLimits limits;      ///< includes SM count, shared memory, L2 and datasheet bandwidth
+};
+/// The current device. Throws CudaError when unavailable() (with the reason).
+const DeviceInfo& device_info();
+
+/// Device memory, freed on destruction; allocation failures throw CudaError naming \p what.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(std::size_t bytes, std::string_view what);
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+  void* data() const { return data_; }
+  std::size_t size() const { return bytes_; }
+  /// Copies \p bytes from host memory (synchronous).
+  void upload(const void* host, std::size_t bytes);
+  /// Copies \p bytes to host memory (synchronous; waits for earlier work).
+  void download(void* host, std::size_t bytes) const;
+  /// Sets every byte (0xff makes NaN of every float type, -1 of ints: the poison).
+  void fill(unsigned char byte);
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::string what_;
+};
+
+/// A CUDA event, for timing on the device's clock.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(void* stream = nullptr);
+  /// Milliseconds between two recorded events (waits for \p end).
+  static float elapsed_ms(const Event& start, const Event& end);
+
+ private:
+  void* event_ = nullptr;
+};
+
+/// Waits for the device; a kernel fault surfaces here as CudaError naming \p what.
+void synchronize(std::string_view what);
+
+/// Evicts the L2 cache by writing a buffer twice its size (outside any timed region).
+void flush_l2();
+
+/// The bandwidth roof: a plain streaming-read kernel over \p bytes, median of \p runs, in GB/s
+/// (decimal). BENCHMARKS.md: report every figure against this, measured in the same run.
+double measure_roof_gbps(std::size_t bytes = std::size_t{4} << 30, int runs = 20);
+
+}  // namespace pa::gpu

@@ -1,0 +1,593 @@
+#include "common/harness.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/report.h"
+#include "kernels/registry.h"
+#include "reference/oracle.h"
+
+namespace pa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+constexpr std::byte kPoison{0xff};  // NaN in f32, f16 and bf16 alike
+
+/// Decoded output values (for differences between two runs).
+std::vector<float> decode(const DecodeProblem& p, const std::vector<std::byte>& out) {
+  std::vector<float> values(static_cast<std::size_t>(p.query_elems()));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = load_as_float(out.data(), p.dtype, i);
+  return values;
+}
+
+double max_difference(const DecodeProblem& p, const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+  const std::vector<float> x = decode(p, a), y = decode(p, b);
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) != std::isnan(y[i])) return std::numeric_limits<double>::infinity();
+    if (std::isfinite(x[i]) && std::isfinite(y[i])) worst = std::max(worst, std::abs(double{x[i]} - y[i]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+// ----- running kernels -----------------------------------------------------------------------
+
+RunOutput run_emulator(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options) {
+  const DeviceLimits limits = DeviceLimits::pretend_h200();
+  kernel.check(workload.problem, options, limits);
+  const std::size_t workspace_bytes = kernel.workspace_bytes(workload.problem, options, limits);
+  RunOutput run;
+  run.out.assign(workload.out_bytes(), kPoison);
+  std::vector<std::byte> workspace(workspace_bytes, kPoison);
+  const DecodeView view = workload.host_view(run.out.data(), workspace.data(), workspace_bytes);
+  emu::reset_counters();
+  const auto start = Clock::now();
+  kernel.launch(view, options, limits, nullptr);
+  run.seconds = seconds_since(start);
+  run.traffic = emu::counters();
+  return run;
+}
+
+DeviceWorkload::DeviceWorkload(const Workload& w)
+    : problem_(w.problem),
+      query_(w.query.size(), "query"),
+      key_cache_(w.key_cache.size(), "key_cache"),
+      value_cache_(w.value_cache.size(), "value_cache"),
+      block_tables_(w.block_tables.size() * sizeof(std::int32_t), "block_tables"),
+      context_lens_(w.context_lens.size() * sizeof(std::int32_t), "context_lens"),
+      out_(w.out_bytes(), "out") {
+  query_.upload(w.query.data(), w.query.size());
+  key_cache_.upload(w.key_cache.data(), w.key_cache.size());
+  value_cache_.upload(w.value_cache.data(), w.value_cache.size());
+  block_tables_.upload(w.block_tables.data(), block_tables_.size());
+  context_lens_.upload(w.context_lens.data(), context_lens_.size());
+}
+
+DecodeView DeviceWorkload::view(std::size_t workspace_bytes) {
+  if (workspace_.size() < workspace_bytes) {
+    workspace_ = gpu::Buffer();  // free first: the old and new buffers may not both fit
+    workspace_ = gpu::Buffer(workspace_bytes, "workspace");
+    workspace_.fill(0xff);
+  }
+  DecodeView v;
+  v.problem = problem_;
+  v.query = query_.data();
+  v.key_cache = key_cache_.data();
+  v.value_cache = value_cache_.data();
+  v.block_tables = static_cast<const std::int32_t*>(block_tables_.data());
+  v.context_lens = static_cast<const std::int32_t*>(context_lens_.data());
+  v.out = out_.data();
+  v.workspace = workspace_.data();
+  v.workspace_bytes = workspace_.size();
+  return v;
+}
+
+void DeviceWorkload::poison() {
+  out_.fill(0xff);
+  workspace_.fill(0xff);
+}
+
+std::vector<std::byte> DeviceWorkload::download_out() const {
+  std::vector<std::byte> out(out_.size());
+  out_.download(out.data(), out.size());
+  return out;
+}
+
+double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const KernelOptions& options,
+                         int runs) {
+  const DeviceLimits& limits = gpu::device_info().limits;
+  const DecodeView view = device.view(kernel.workspace_bytes(device.problem(), options, limits));
+  for (int i = 0; i < 2; ++i) kernel.launch(view, options, limits, nullptr);  // warm-up
+  gpu::synchronize(kernel.name);
+  std::vector<float> times;
+  gpu::Event start, stop;
+  for (int i = 0; i < runs; ++i) {
+    gpu::flush_l2();
+    start.record();
+    kernel.launch(view, options, limits, nullptr);
+    stop.record();
+    times.push_back(gpu::Event::elapsed_ms(start, stop));
+  }
+  gpu::synchronize(kernel.name);
+  std::sort(times.begin(), times.end());
+  return times.empty() ? 0.0 : times[times.size() / 2] * 1e-3;
+}
+
+RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options,
+                  int timed_runs) {
+  const DeviceLimits& limits = gpu::device_info().limits;
+  kernel.check(workload.problem, options, limits);
+  DeviceWorkload device(workload);
+  const DecodeView view = device.view(kernel.workspace_bytes(workload.problem, options, limits));
+  device.poison();
+  kernel.launch(view, options, limits, nullptr);
+  gpu::synchronize(kernel.name);
+  RunOutput run;
+  run.out = device.download_out();
+  if (timed_runs > 0) {
+    run.seconds = time_gpu_launches(kernel, device, options, timed_runs);
+    // Re-validate after timing: the same input must give the same bits (a race would not).
+    const std::vector<std::byte> again = device.download_out();
+    const CompareResult same = compare_bitwise(workload.problem, run.out.data(), again.data());
+    if (!same.ok)
+      throw Error(cat(kernel.name, ": the output changed between runs on the same input (a race?): ",
+                      same.first_failure));
+  }
+  return run;
+}
+
+// ----- checking ------------------------------------------------------------------------------
+
+namespace {
+/// The same tensors seen as a batch of one: sequence \p seq alone.
+DecodeView single_sequence(const DecodeView& full, int seq) {
+  const DecodeProblem& p = full.problem;
+  const std::size_t row_bytes = static_cast<std::size_t>(p.num_q_heads) * p.head_dim * dtype_size(p.dtype);
+  DecodeView one = full;
+  one.problem.num_seqs = 1;
+  one.query = static_cast<const std::byte*>(full.query) + static_cast<std::size_t>(seq) * row_bytes;
+  one.block_tables = full.block_tables + static_cast<std::size_t>(seq) * p.max_blocks_per_seq;
+  one.context_lens = full.context_lens + seq;
+  return one;
+}
+
+/// Runs \p per_view on each listed sequence alone and scatters the rows into a full-size
+/// vector (NaN for sequences not listed).
+template <class Value, class PerView>
+std::vector<Value> rows_of(const Workload& w, const std::vector<int>& sequences, PerView per_view) {
+  const DecodeProblem& p = w.problem;
+  if (sequences.empty()) return per_view(w.host_view());
+  const std::size_t row = static_cast<std::size_t>(p.num_q_heads) * p.head_dim;
+  std::vector<Value> out(static_cast<std::size_t>(p.query_elems()), std::numeric_limits<Value>::quiet_NaN());
+  const DecodeView full = w.host_view();
+  for (int seq : sequences) {
+    const std::vector<Value> rows = per_view(single_sequence(full, seq));
+    std::copy(rows.begin(), rows.end(), out.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(seq) * row));
+  }
+  return out;
+}
+}  // namespace
+
+OracleRows oracle_rows(const Workload& w, const std::vector<int>& sequences) {
+  OracleRows rows;
+  rows.sequences = sequences;
+  rows.exact = rows_of<double>(w, sequences, [](const DecodeView& v) { return reference::paged_attention(v); });
+  rows.plain = rows_of<float>(w, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v); });
+  return rows;
+}
+
+CompareResult check_against_oracle(const Workload& w, const OracleRows& oracle, const std::vector<std::byte>& out) {
+  const DecodeProblem& p = w.problem;
+  std::vector<std::byte> checked = out;
+  if (!oracle.sequences.empty()) {  // rows not computed are NaN in the oracle: make them NaN here too
+    const std::size_t row_bytes = static_cast<std::size_t>(p.num_q_heads) * p.head_dim * dtype_size(p.dtype);
+    std::vector<bool> sampled(static_cast<std::size_t>(p.num_seqs), false);
+    for (int seq : oracle.sequences) sampled[static_cast<std::size_t>(seq)] = true;
+    for (int seq = 0; seq < p.num_seqs; ++seq)
+      if (!sampled[static_cast<std::size_t>(seq)])
+        std::fill_n(checked.begin() + static_cast<std::ptrdiff_t>(seq * row_bytes), row_bytes, kPoison);
+  }
+  CompareResult result = compare_to_reference(p, oracle.exact, checked.data(), Tolerance::for_dtype(p.dtype));
+  if (!result.ok) return result;
+  // CORRECTNESS.md rule 5: no more than 3x the error of the plainest same-precision loop. The
+  // floor (a few float ulps of the largest output) keeps exact cases from failing on rounding.
+  const double plain_error = max_abs_error(oracle.exact, oracle.plain);
+  double largest = 0;
+  for (double v : oracle.exact)
+    if (std::isfinite(v)) largest = std::max(largest, std::abs(v));
+  const double bound = 3.0 * plain_error + 8.0 * std::numeric_limits<float>::epsilon() * largest;
+  if (result.max_abs_error > bound) {
+    result.ok = false;
+    result.first_failure = cat("FAIL: max |d| ", format_sci(result.max_abs_error),
+                               " exceeds 3x the plain float loop's error (", format_sci(plain_error), ")");
+  }
+  return result;
+}
+
+std::vector<int> sample_sequences(const Workload& w) {
+  const int n = w.problem.num_seqs;
+  std::vector<int> seqs;
+  for (int seq : {0, n / 2, n - 1})
+    if (seq >= 0 && seq < n && std::find(seqs.begin(), seqs.end(), seq) == seqs.end()) seqs.push_back(seq);
+  return seqs;
+}
+
+// ----- one step, side by side ----------------------------------------------------------------
+
+StepReport run_step(int step, const Workload& w, const KernelOptions& options, const StepRunSettings& settings) {
+  StepReport report;
+  report.step = step;
+  const KernelEntry& emulated = kernel(step, Backend::emulator);
+  report.kernel = emulated.name;
+  auto start = Clock::now();
+  const OracleRows oracle = oracle_rows(w, settings.sample ? sample_sequences(w) : std::vector<int>{});
+  report.oracle_seconds = seconds_since(start);
+
+  std::optional<RunOutput> emu_run;
+  if (!settings.run_emulator) {
+    report.emulator_status = "skipped: workload too big to emulate";
+  } else try {
+    emu_run = run_emulator(emulated, w, options);
+    const CompareResult result = check_against_oracle(w, oracle, emu_run->out);
+    report.emulator_error = result.max_abs_error;
+    report.emulator_seconds = emu_run->seconds;
+    report.emulator_bytes = emu_run->traffic.total_read() + emu_run->traffic.total_written();
+    report.emulator_status = result.ok ? "ok" : result.first_failure;
+    report.ok = report.ok && result.ok;
+  } catch (const ArgumentError& refused) {
+    report.emulator_status = cat("refused: ", refused.what());
+  } catch (const KernelError& fault) {
+    report.emulator_status = cat("FAIL ", fault.what());
+    report.ok = false;
+  }
+
+  report.roof_gbps = settings.roof_gbps;
+  if (!settings.run_gpu) {
+    report.gpu_status = "skipped: --no-gpu";
+  } else if (!cuda_built() || !gpu::available()) {
+    report.gpu_status = cat("skipped: ", gpu::unavailable_reason());
+  } else {
+    try {
+      const RunOutput run = run_gpu(kernel(step, Backend::cuda), w, options, settings.gpu_timed_runs);
+      const CompareResult result = check_against_oracle(w, oracle, run.out);
+      report.gpu_error = result.max_abs_error;
+      report.gpu_seconds = run.seconds;
+      if (run.seconds > 0) report.gpu_gbps = static_cast<double>(w.bytes_moved()) / run.seconds / 1e9;
+      if (emu_run) report.gpu_vs_emulator = max_difference(w.problem, emu_run->out, run.out);
+      report.gpu_status = result.ok ? "ok" : result.first_failure;
+      report.ok = report.ok && result.ok;
+    } catch (const ArgumentError& refused) {
+      report.gpu_status = cat("refused: ", refused.what());
+    } catch (const Error& fault) {
+      report.gpu_status = cat("FAIL ", fault.what());
+      report.ok = false;
+    }
+  }
+  return report;
+}
+
+void print_step_table(const std::vector<StepReport>& reports, std::ostream& out) {
+  Table table({"step", "kernel", "oracle", "emulator", "max|d|", "emu time", "emu bytes", "GPU", "max|d|",
+               "|gpu-emu|", "GPU time", "GB/s", "% roof"});
+  std::vector<std::string> notes;
+  for (const StepReport& r : reports) {
+    auto status = [&](const std::string& s) -> std::string {
+      if (s == "ok") return "ok";
+      notes.push_back(cat("step ", r.step, ": ", s));
+      if (s.rfind("skipped", 0) == 0) return "skipped";
+      if (s.rfind("refused", 0) == 0) return "refused";
+      return "FAIL";
+    };
+    const bool gpu_ran = r.gpu_seconds > 0 || r.gpu_status == "ok";
+    table.add_row({cat(r.step < 10 ? "0" : "", r.step), r.kernel, format_seconds(r.oracle_seconds),
+                   status(r.emulator_status), format_sci(r.emulator_error), format_seconds(r.emulator_seconds),
+                   format_bytes(static_cast<double>(r.emulator_bytes)), status(r.gpu_status),
+                   gpu_ran ? format_sci(r.gpu_error) : "-", gpu_ran ? format_sci(r.gpu_vs_emulator) : "-",
+                   gpu_ran ? format_seconds(r.gpu_seconds) : "-", gpu_ran ? format_fixed(r.gpu_gbps, 1) : "-",
+                   gpu_ran && r.roof_gbps > 0 ? format_fixed(100.0 * r.gpu_gbps / r.roof_gbps, 1) : "-"});
+  }
+  table.print(out);
+  std::set<std::string> seen;
+  for (const std::string& note : notes)
+    if (seen.insert(note).second) out << "  " << note << '\n';
+}
+
+// ----- traces --------------------------------------------------------------------------------
+
+std::string describe_trace(const Workload& w, int seq) {
+  const DecodeProblem& p = w.problem;
+  const CacheLayout& l = p.layout;
+  // Decode an element offset into (page, kv_head, slot) by peeling the strides, largest first.
+  struct Axis {
+    std::int64_t stride;
+    int which;  // 0 page, 1 head, 2 slot
+  };
+  std::vector<Axis> axes = {{l.block_stride, 0}, {l.head_stride, 1}, {l.token_stride, 2}};
+  std::sort(axes.begin(), axes.end(), [](const Axis& a, const Axis& b) { return a.stride > b.stride; });
+  std::map<std::int32_t, int> position_of_page;  // page -> index in this sequence's table row
+  const std::int64_t used = seq < p.num_seqs ? pages_for(w.context_lens[seq], p.block_size) : 0;
+  for (std::int64_t i = 0; i < used; ++i)
+    position_of_page.emplace(w.block_tables[static_cast<std::size_t>(seq) * p.max_blocks_per_seq + i], static_cast<int>(i));
+
+  struct Summary {
+    std::vector<std::int32_t> pages;  // in order of first access
+    std::set<std::int64_t> tokens;
+    std::set<int> heads;
+    std::int64_t elements = 0;
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
+    std::set<std::int32_t> foreign;  // pages not in this sequence's table
+  };
+  std::map<std::pair<std::string, std::string>, Summary> summaries;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const emu::TraceEntry& e : emu::trace()) {
+    if (e.write) continue;
+    const auto key = std::make_pair(e.kernel, e.tensor);
+    if (!summaries.count(key)) order.push_back(key);
+    Summary& s = summaries[key];
+    s.elements += e.count;
+    s.lo = std::min(s.lo, e.index);
+    s.hi = std::max(s.hi, e.index + e.count - 1);
+    if (e.tensor != "key_cache" && e.tensor != "value_cache") continue;
+    std::int64_t rest = e.index;
+    std::int64_t coords[3] = {0, 0, 0};
+    for (const Axis& a : axes) {
+      coords[a.which] = rest / a.stride;
+      rest %= a.stride;
+    }
+    const auto page = static_cast<std::int32_t>(coords[0]);
+    if (std::find(s.pages.begin(), s.pages.end(), page) == s.pages.end()) s.pages.push_back(page);
+    s.heads.insert(static_cast<int>(coords[1]));
+    const auto where = position_of_page.find(page);
+    if (where == position_of_page.end()) s.foreign.insert(page);
+    else s.tokens.insert(std::int64_t{where->second} * p.block_size + coords[2]);
+  }
+  std::ostringstream out;
+  if (order.empty()) out << "  (the traced program read nothing)\n";
+  for (const auto& key : order) {
+    const Summary& s = summaries[key];
+    out << "  " << key.first << " read " << key.second << ": " << s.elements << " elements";
+    if (key.second == "key_cache" || key.second == "value_cache") {
+      out << ", pages [";
+      for (std::size_t i = 0; i < s.pages.size(); ++i) out << (i ? ", " : "") << s.pages[i];
+      out << "], kv heads {";
+      for (auto it = s.heads.begin(); it != s.heads.end(); ++it) out << (it == s.heads.begin() ? "" : ", ") << *it;
+      out << "}";
+      if (!s.tokens.empty())
+        out << ", tokens " << *s.tokens.begin() << ".." << *s.tokens.rbegin() << " (" << s.tokens.size() << " distinct)";
+      if (!s.foreign.empty()) out << "  <-- " << s.foreign.size() << " page(s) NOT in sequence " << seq << "'s table";
+    } else {
+      out << ", indices " << s.lo << ".." << s.hi;
+    }
+    out << '\n';
+  }
+  return out.str();
+}
+
+// ----- the step programs' main ----------------------------------------------------------------
+
+namespace {
+
+struct Flags {
+  WorkloadSpec spec = debug_spec();
+  KernelOptions options;
+  bool adversarial = false;
+  bool run_gpu = true;
+  bool quiet = false;
+  int runs = 20;
+  std::string json_path;
+  bool trace = false;
+  emu::dim3 trace_block;
+  int trace_seq = 0;
+};
+
+const char* kUsage = R"(usage: %s [flags]
+Runs this step's kernel in the emulator and, where a GPU is present, on the GPU; compares
+both with the Eigen oracle and prints one table. Exits non-zero on any mismatch.
+
+workload (default: the debug workload)
+  --workload NAME      a named benchmark workload (gqa-batch, mha-batch, long-single, small-batch,
+                       ragged-skew, ragged-uniform); the emulator skips workloads this big
+  --batch N            sequences
+  --context A[,B,...]  context lengths (one for all, or one per sequence)
+  --q-heads N  --kv-heads N  --head-dim N  --page N
+  --dtype f32|f16|bf16 --seed N  --layout hnd|nhd
+  --adversarial        run the whole adversarial set of CORRECTNESS.md instead
+kernel knobs (never change the answer)
+  --threads N          threads per program   --splits N   context splits
+output
+  --json FILE          write the results as JSON (with the hardware stamp)
+  --trace SEQ,HEAD[,Z] print what program (SEQ,HEAD,Z) read in the emulator
+  --runs N             timed GPU runs (median reported; default 20)
+  --no-gpu             skip the GPU even if one is present
+  --quiet              print nothing unless something fails
+)";
+
+int parse_int(const std::string& flag, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const long value = std::stol(text, &used);
+    if (used != text.size() || value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
+      throw std::invalid_argument(text);
+    return static_cast<int>(value);
+  } catch (const std::logic_error&) {
+    throw_argument("flags", flag, "an integer", cat('\'', text, '\''));
+  }
+}
+
+std::vector<int> parse_list(const std::string& flag, const std::string& text) {
+  std::vector<int> values;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) values.push_back(parse_int(flag, item));
+  if (values.empty()) throw_argument("flags", flag, "a comma-separated list of integers", "''");
+  return values;
+}
+
+Flags parse_flags(int argc, char** argv) {
+  Flags f;
+  int batch = -1;
+  std::vector<int> contexts;
+  bool named = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw_argument("flags", flag, "a value after it", "nothing");
+      return argv[++i];
+    };
+    if (flag == "--help" || flag == "-h") {
+      std::printf(kUsage, argv[0]);
+      std::exit(0);
+    } else if (flag == "--workload") {
+      const WorkloadSpec named_one = named_spec(value());
+      f.spec = named_one;
+      named = true;
+    } else if (flag == "--batch") batch = parse_int(flag, value());
+    else if (flag == "--context") contexts = parse_list(flag, value());
+    else if (flag == "--q-heads") f.spec.num_q_heads = parse_int(flag, value());
+    else if (flag == "--kv-heads") f.spec.num_kv_heads = parse_int(flag, value());
+    else if (flag == "--head-dim") f.spec.head_dim = parse_int(flag, value());
+    else if (flag == "--page") f.spec.block_size = parse_int(flag, value());
+    else if (flag == "--dtype") f.spec.dtype = parse_dtype(value(), flag);
+    else if (flag == "--seed") f.spec.seed = static_cast<std::uint64_t>(parse_int(flag, value()));
+    else if (flag == "--layout") {
+      const std::string layout = value();
+      if (layout == "hnd") f.spec.layout = LayoutKind::hnd;
+      else if (layout == "nhd") f.spec.layout = LayoutKind::nhd;
+      else throw_argument("flags", flag, "hnd or nhd", layout);
+    } else if (flag == "--threads") f.options.threads_per_block = parse_int(flag, value());
+    else if (flag == "--splits") f.options.num_splits = parse_int(flag, value());
+    else if (flag == "--adversarial") f.adversarial = true;
+    else if (flag == "--no-gpu") f.run_gpu = false;
+    else if (flag == "--quiet") f.quiet = true;
+    else if (flag == "--runs") f.runs = parse_int(flag, value());
+    else if (flag == "--json") f.json_path = value();
+    else if (flag == "--trace") {
+      const std::vector<int> at = parse_list(flag, value());
+      if (at.size() < 2 || at.size() > 3) throw_argument("flags", flag, "SEQ,HEAD or SEQ,HEAD,Z", cat(at.size(), " numbers"));
+      f.trace = true;
+      f.trace_seq = at[0];
+      f.trace_block = emu::dim3(static_cast<unsigned>(at[0]), static_cast<unsigned>(at[1]),
+                                static_cast<unsigned>(at.size() == 3 ? at[2] : 0));
+    } else {
+      throw_argument("flags", "flag", "one of the flags --help lists", flag);
+    }
+  }
+  if (!named) f.spec.name = "custom";
+  if (contexts.size() == 1 && batch > 0) contexts.assign(static_cast<std::size_t>(batch), contexts[0]);
+  if (!contexts.empty()) {
+    if (batch > 0 && static_cast<int>(contexts.size()) != batch)
+      throw_argument("flags", "--context", cat(batch, " values (one per sequence) or one"), cat(contexts.size(), " values"));
+    f.spec.context_lens = contexts;
+  } else if (batch >= 0) {
+    std::vector<int> cycled;  // keep the debug workload's ragged pattern, repeated to the batch size
+    for (int s = 0; s < batch; ++s) cycled.push_back(f.spec.context_lens[static_cast<std::size_t>(s) % f.spec.context_lens.size()]);
+    f.spec.context_lens = cycled;
+  }
+  if (f.spec.context_lens == debug_spec().context_lens && f.spec.name == "custom" && !named) f.spec.name = "debug";
+  return f;
+}
+
+}  // namespace
+
+int kernel_step_main(int step, int argc, char** argv) {
+  Flags flags;
+  try {
+    flags = parse_flags(argc, argv);
+  } catch (const Error& bad) {
+    std::fprintf(stderr, "%s: %s\n(see --help)\n", argv[0], bad.what());
+    return 2;
+  }
+  try {
+    std::vector<WorkloadSpec> specs;
+    if (flags.adversarial) {
+      AdversarialOptions adversarial;
+      adversarial.dtype = flags.spec.dtype;
+      adversarial.head_dim = flags.spec.head_dim;
+      adversarial.block_size = flags.spec.block_size;
+      specs = adversarial_specs(adversarial);
+    } else {
+      specs.push_back(flags.spec);
+    }
+    StepRunSettings settings;
+    settings.run_gpu = flags.run_gpu;
+    settings.gpu_timed_runs = flags.runs;
+    const bool gpu_here = flags.run_gpu && cuda_built() && gpu::available();
+    // The roof only matters when timing (and a 1 GiB sweep is slow under compute-sanitizer).
+    if (gpu_here && flags.runs > 0) settings.roof_gbps = gpu::measure_roof_gbps(std::size_t{1} << 30, 10);
+
+    const KernelEntry& entry = kernel(step, Backend::emulator);
+    const Stamp stamp = Stamp::collect(gpu_here);
+    Json results = Json::array();
+    std::vector<StepReport> reports;
+    bool all_ok = true;
+    for (const WorkloadSpec& spec : specs) {
+      const Workload workload = make_workload(spec);
+      const bool big = workload.problem.cache_elems() > (std::int64_t{1} << 26);
+      StepRunSettings these = settings;
+      if (big) {  // the emulator would take minutes and the full oracle long: GPU, sampled rows
+        these.run_emulator = false;
+        these.sample = true;
+      } else if (flags.trace) {
+        emu::trace_program(flags.trace_block.x, flags.trace_block.y, flags.trace_block.z);
+      }
+      const StepReport report = run_step(step, workload, flags.options, these);
+      all_ok = all_ok && report.ok;
+      if (!flags.quiet || !report.ok) {
+        std::cout << entry.name << " on '" << spec.name << "': " << describe(workload.problem) << '\n';
+        print_step_table({report}, std::cout);
+        const double floor_s = settings.roof_gbps > 0 ? static_cast<double>(report.emulator_bytes) / (settings.roof_gbps * 1e9) : 0;
+        if (floor_s > 0) std::cout << "  predicted floor (emulator bytes / measured roof): " << format_seconds(floor_s) << '\n';
+        std::cout << "  bytes a decode step must move: " << format_bytes(static_cast<double>(workload.bytes_moved()))
+                  << "; the emulator counted " << format_bytes(static_cast<double>(report.emulator_bytes)) << "\n\n";
+      }
+      if (flags.trace) {
+        if (!flags.quiet) std::cout << "trace of program " << flags.trace_block.x << ',' << flags.trace_block.y << ','
+                                    << flags.trace_block.z << " (sequence " << flags.trace_seq << "):\n"
+                                    << describe_trace(workload, flags.trace_seq) << '\n';
+        emu::clear_trace();
+      }
+      Json row = Json::object();
+      row.set("workload", spec.name).set("problem", describe(workload.problem));
+      row.set("bytes_moved", workload.bytes_moved()).set("oracle_seconds", report.oracle_seconds);
+      row.set("emulator_status", report.emulator_status).set("emulator_max_abs_error", report.emulator_error);
+      row.set("emulator_seconds", report.emulator_seconds).set("emulator_bytes", report.emulator_bytes);
+      row.set("gpu_status", report.gpu_status).set("gpu_max_abs_error", report.gpu_error);
+      row.set("gpu_vs_emulator", report.gpu_vs_emulator).set("gpu_median_seconds", report.gpu_seconds);
+      row.set("gpu_gbps", report.gpu_gbps).set("roof_gbps", report.roof_gbps).set("ok", report.ok);
+      results.push(std::move(row));
+      reports.push_back(report);
+    }
+    if (flags.adversarial && !flags.quiet) {
+      std::cout << "adversarial set: " << specs.size() << " workloads, " << (all_ok ? "all ok" : "FAILURES") << '\n';
+    }
+    if (!flags.json_path.empty()) {
+      Json doc = Json::object();
+      doc.set("stamp", stamp.to_json()).set("step", step).set("kernel", entry.name).set("results", std::move(results));
+      std::ofstream file(flags.json_path);
+      if (!file) throw Error(cat("cannot write ", flags.json_path));
+      doc.write(file);
+      file << '\n';
+    }
+    return all_ok ? 0 : 1;
+  } catch (const Error& error) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
+    return 1;
+  }
+}
+
+}  // namespace pa

@@ -1,0 +1,178 @@
+#pragma once
+/// \file
+/// Step 07, split-KV: the context of one (sequence, head) is split across programs, and a
+/// second kernel merges their partial results with log-sum-exp.
+///
+/// What changed since step 06: a batch with few (sequence, head) pairs and long contexts
+/// (`long-single`: 32 programs for 132 SMs) leaves most of the GPU idle. Here the grid has a
+/// third axis, the split: program (seq, head, split) runs step 06's online_attend over its
+/// slice of the context and writes its unnormalised result (max, sum, acc[head_dim]) to the
+/// workspace; merge_splits then combines the splits of each (seq, head) in a fixed order, so
+/// the same input gives the same bits. The split count comes from the device: enough programs
+/// to fill every SM's resident slots about twice, but no split shorter than 256 tokens.
+/// Splits past a short sequence's end are empty: they write sum 0, which weighs nothing, and
+/// context 0 gives a row of zeros, never NaN.
+///
+///     build/cpu/steps/step07_split_kv --help
+
+#include "kernels/06_online_softmax.cuh"
+
+namespace pa::PA_KERNELS::step07 {
+
+using step05::Slices;
+using step06::merge_floats;
+using step06::online_attend;
+
+/// Where the partial results live in the workspace: sums and maxes
+/// `[num_seqs][num_q_heads][splits]`, accs `[num_seqs][num_q_heads][splits][head_dim]`.
+struct Partials {
+  gspan<float> maxes;
+  gspan<float> sums;
+  gspan<float> accs;
+  int splits;
+  int partition;  ///< tokens per split
+};
+
+// [split]
+/// Program (seq, q_head, split): step 06's pass over tokens [split*partition, ...), written
+/// unnormalised to the partials.
+template <class T, int HEAD_DIM>
+__global__ void split_decode(DecodeArgs<T> args, Partials partials) {
+  PA_DYNAMIC_SHARED(float, shared);
+  const int seq = blockIdx.x;
+  const int q_head = blockIdx.y;
+  const int split = blockIdx.z;
+  const int context_len = args.context_lens[seq];
+  const int begin = std::min(split * partials.partition, context_len);  // empty past the end
+  const int end = std::min(begin + partials.partition, context_len);
+  const std::int64_t slot = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits + split;
+  online_attend<T, HEAD_DIM, 1>(args, seq, q_head, q_head / args.group_size(), begin, end, shared,
+                                [&](int, int d, float acc, float max, float sum) {
+                                  partials.accs[slot * HEAD_DIM + d] = acc;
+                                  if (d == 0) {
+                                    partials.maxes[slot] = max;
+                                    partials.sums[slot] = sum;
+                                  }
+                                });
+}
+// [split]
+
+// [merge]
+/// Program (seq, q_head): combines the splits in order. Each split's acc was summed relative
+/// to its own max m_s; scaled by exp(m_s - M) to the overall max M, the sums and accs add up.
+template <class T, int HEAD_DIM>
+__global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
+  const int seq = blockIdx.x;
+  const int q_head = blockIdx.y;
+  const std::int64_t first = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits;
+  float merged_max = -INFINITY;
+  for (int s = 0; s < partials.splits; ++s) merged_max = fmaxf(merged_max, partials.maxes[first + s]);
+  const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
+  for (int d = threadIdx.x; d < HEAD_DIM; d += blockDim.x) {
+    float merged_sum = 0.0f, merged_acc = 0.0f;
+    for (int s = 0; s < partials.splits; ++s) {
+      const float sum = partials.sums[first + s];
+      const float weight = sum == 0.0f ? 0.0f : expf(partials.maxes[first + s] - merged_max);
+      merged_sum += sum * weight;
+      merged_acc += partials.accs[(first + s) * HEAD_DIM + d] * weight;
+    }
+    args.out[out_row + d] = from_float<T>(merged_sum == 0.0f ? 0.0f : merged_acc / merged_sum);
+  }
+}
+// [merge]
+
+// ----- host side -----------------------------------------------------------------------------
+inline constexpr const char* kName = "step07_split_kv";
+inline constexpr int kDefaultThreads = 128;
+inline constexpr int kMinTokensPerSplit = 256;
+
+inline int threads_of(const KernelOptions& options) {
+  return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
+}
+
+// [choose]
+/// Splits per (sequence, head) for \p programs (sequence, head) pairs: enough programs to give
+/// every SM about two rounds of its resident blocks (a thread-count bound on occupancy), no
+/// split under kMinTokensPerSplit tokens; `options.num_splits` or `options.partition_tokens`
+/// override it.
+inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int threads, const KernelOptions& options,
+                         const DeviceLimits& device) {
+  if (p.max_context_len == 0) return 1;
+  if (options.num_splits > 0) return options.num_splits;
+  if (options.partition_tokens > 0) return static_cast<int>((p.max_context_len + options.partition_tokens - 1) / options.partition_tokens);
+  const std::int64_t resident_per_sm = std::min(device.max_blocks_per_sm, device.max_threads_per_sm / threads);
+  const std::int64_t target = 2 * device.sm_count * resident_per_sm;
+  const std::int64_t wanted = (target + programs - 1) / std::max<std::int64_t>(programs, 1);
+  const std::int64_t most = (p.max_context_len + kMinTokensPerSplit - 1) / kMinTokensPerSplit;
+  return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::max<std::int64_t>(most, 1)));
+}
+// [choose]
+
+/// Tokens per split for \p splits splits.
+inline int partition_of(const DecodeProblem& p, int splits) { return std::max(1, (p.max_context_len + splits - 1) / splits); }
+
+/// The checks of the split kernels (step 08 shares them under its own name).
+inline void check_split_kernel(const DecodeProblem& problem, const KernelOptions& options, const char* kernel) {
+  validate(problem, kernel);
+  require_head_dim(problem.head_dim, {PA_HEAD_DIMS}, kernel);
+  step05::require_vector_layout(problem, kernel);
+  const int threads = threads_of(options);
+  PA_REQUIRE(threads >= 32 && threads <= 1024 && threads % 32 == 0, kernel, "options.threads_per_block",
+             "a multiple of 32 in [32, 1024] (whole warps)", threads);
+  PA_REQUIRE(options.num_splits >= 0 && options.num_splits <= 65535, kernel, "options.num_splits",
+             "0 (choose) or 1 to 65535 (the grid's z limit)", options.num_splits);
+  PA_REQUIRE(options.partition_tokens >= 0, kernel, "options.partition_tokens", ">= 0", options.partition_tokens);
+}
+
+inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
+  check_split_kernel(problem, options, kName);
+}
+
+/// Bytes of the partials for \p splits splits of \p heads heads per sequence.
+inline std::size_t partials_bytes(const DecodeProblem& p, int splits) {
+  const std::size_t slots = static_cast<std::size_t>(p.num_seqs) * p.num_q_heads * splits;
+  return align_up(slots * sizeof(float)) * 2 + align_up(slots * p.head_dim * sizeof(float));
+}
+
+/// The partials' spans in a workspace of partials_bytes().
+inline Partials partials_in(void* workspace, const DecodeProblem& p, int splits) {
+  const std::size_t slots = static_cast<std::size_t>(p.num_seqs) * p.num_q_heads * splits;
+  auto* base = static_cast<unsigned char*>(workspace);
+  auto* maxes = reinterpret_cast<float*>(base);
+  auto* sums = reinterpret_cast<float*>(base + align_up(slots * sizeof(float)));
+  auto* accs = reinterpret_cast<float*>(base + 2 * align_up(slots * sizeof(float)));
+  const auto n = static_cast<std::int64_t>(slots);
+  return {gspan<float>(maxes, n, "split_maxes"), gspan<float>(sums, n, "split_sums"),
+          gspan<float>(accs, n * p.head_dim, "split_accs"), splits, partition_of(p, splits)};
+}
+
+inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return partials_bytes(p, choose_splits(p, std::int64_t{p.num_seqs} * p.num_q_heads, threads_of(options), options, device));
+}
+
+inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device, void* stream) {
+  const DecodeProblem& p = view.problem;
+  check(p, options, device);
+  validate_view(view, workspace_bytes(p, options, device), kName);
+  if (p.num_seqs == 0) return;
+  step05::require_aligned(view, kName);
+  const int threads = threads_of(options);
+  const int splits = choose_splits(p, std::int64_t{p.num_seqs} * p.num_q_heads, threads, options, device);
+  const Partials partials = partials_in(view.workspace, p, splits);
+  dispatch_dtype(p.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
+      constexpr int D = decltype(head_dim)::value;
+      const DecodeArgs<T> args = make_args<T>(view);
+      const int groups = threads / Slices<T, D>::kGroup;
+      launch_kernel("step07_split_decode", split_decode<T, D>, dim3(p.num_seqs, p.num_q_heads, splits), dim3(threads),
+                    merge_floats(groups, D) * sizeof(float), stream, args, partials);
+      launch_kernel("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(128), 0, stream,
+                    args, partials);
+    });
+  });
+}
+
+inline KernelEntry entry() { return {7, kName, kBackend, &check, &workspace_bytes, &launch}; }
+
+}  // namespace pa::PA_KERNELS::step07

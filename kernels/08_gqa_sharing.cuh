@@ -1,0 +1,121 @@
+#pragma once
+/// \file
+/// Step 08, GQA sharing: one program per (sequence, KV head) serves the whole query-head group,
+/// so K and V are read once instead of once per query head.
+///
+/// What changed since step 07: with 32 query heads over 8 KV heads, steps 03–07 read every K
+/// and V row four times (once per query head of its group; the emulator's byte count shows it).
+/// Here program (seq, kv_head, split) loads each token's K and V slice once and uses it for
+/// HEADS query heads at a time (online_attend's HEADS, 1 until now); a group larger than HEADS
+/// takes several passes over the split. HEADS is the largest power of two dividing the group
+/// size whose queries and accumulators still fit in registers (64 floats a lane); the split
+/// count and the merge are step 07's, counted in (sequence, KV head) pairs.
+///
+///     build/cpu/steps/step08_gqa_sharing --help
+
+#include "kernels/07_split_kv.cuh"
+
+namespace pa::PA_KERNELS::step08 {
+
+using step05::Slices;
+using step06::merge_floats;
+using step06::online_attend;
+using step07::Partials;
+
+// [kernel]
+/// Program (seq, kv_head, split): every query head of the KV head's group, HEADS per pass.
+template <class T, int HEAD_DIM, int HEADS>
+__global__ void gqa_split_decode(DecodeArgs<T> args, Partials partials) {
+  PA_DYNAMIC_SHARED(float, shared);
+  const int seq = blockIdx.x;
+  const int kv_head = blockIdx.y;
+  const int split = blockIdx.z;
+  const int context_len = args.context_lens[seq];
+  const int begin = std::min(split * partials.partition, context_len);
+  const int end = std::min(begin + partials.partition, context_len);
+  const int group_size = args.group_size();
+  for (int first = kv_head * group_size; first < (kv_head + 1) * group_size; first += HEADS) {
+    online_attend<T, HEAD_DIM, HEADS>(
+        args, seq, first, kv_head, begin, end, shared, [&](int h, int d, float acc, float max, float sum) {
+          const std::int64_t slot = (static_cast<std::int64_t>(seq) * args.num_q_heads + first + h) * partials.splits + split;
+          partials.accs[slot * HEAD_DIM + d] = acc;
+          if (d == 0) {
+            partials.maxes[slot] = max;
+            partials.sums[slot] = sum;
+          }
+        });
+  }
+}
+// [kernel]
+
+// ----- host side -----------------------------------------------------------------------------
+inline constexpr const char* kName = "step08_gqa_sharing";
+inline constexpr int kDefaultThreads = 128;
+/// Floats a lane may spend on one pass's queries and accumulators.
+inline constexpr int kRegisterBudget = 64;
+
+inline int threads_of(const KernelOptions& options) {
+  return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
+}
+
+/// The most heads one pass may hold for a lane slice of \p elems floats (a power of two <= 8).
+constexpr int max_heads_for(int elems) {
+  int heads = 1;
+  while (heads < 8 && 2 * heads * 2 * elems <= kRegisterBudget) heads *= 2;
+  return heads;
+}
+
+/// Heads per pass: the largest power of two dividing the group size, at most \p most.
+inline int heads_per_pass(int group_size, int most) {
+  int heads = 1;
+  while (heads * 2 <= most && group_size % (heads * 2) == 0) heads *= 2;
+  return heads;
+}
+
+inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
+  step07::check_split_kernel(problem, options, kName);
+}
+
+inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return step07::choose_splits(p, std::int64_t{p.num_seqs} * p.num_kv_heads, threads_of(options), options, device);
+}
+
+inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return step07::partials_bytes(p, splits_of(p, options, device));
+}
+
+inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device, void* stream) {
+  const DecodeProblem& p = view.problem;
+  check(p, options, device);
+  validate_view(view, workspace_bytes(p, options, device), kName);
+  if (p.num_seqs == 0) return;
+  step05::require_aligned(view, kName);
+  const int threads = threads_of(options);
+  const int splits = splits_of(p, options, device);
+  const Partials partials = step07::partials_in(view.workspace, p, splits);
+  dispatch_dtype(p.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
+      constexpr int D = decltype(head_dim)::value;
+      constexpr int kMostHeads = max_heads_for(Slices<T, D>::kElems);
+      const DecodeArgs<T> args = make_args<T>(view);
+      const int groups = threads / Slices<T, D>::kGroup;
+      const int heads = heads_per_pass(p.group_size(), kMostHeads);
+      auto run = [&](auto kernel) {
+        launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(threads),
+                      heads * merge_floats(groups, D) * sizeof(float), stream, args, partials);
+      };
+      // Only the head counts this slice size allows are compiled.
+      if (heads == 1) run(gqa_split_decode<T, D, 1>);
+      if constexpr (kMostHeads >= 2) if (heads == 2) run(gqa_split_decode<T, D, 2>);
+      if constexpr (kMostHeads >= 4) if (heads == 4) run(gqa_split_decode<T, D, 4>);
+      if constexpr (kMostHeads >= 8) if (heads == 8) run(gqa_split_decode<T, D, 8>);
+      launch_kernel("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(128), 0,
+                    stream, args, partials);
+    });
+  });
+}
+
+inline KernelEntry entry() { return {8, kName, kBackend, &check, &workspace_bytes, &launch}; }
+
+}  // namespace pa::PA_KERNELS::step08

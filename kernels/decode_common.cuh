@@ -1,0 +1,101 @@
+#pragma once
+/// \file
+/// What every decode kernel shares: the kernel-side arguments, head-dim dispatch and the
+/// host-side checks. Each step's own file holds only what that step changes.
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+
+#include "common/kernel_api.h"
+#include "kernels/portable/portable.h"
+
+namespace pa::PA_KERNELS {
+
+/// The tensors and shapes of one decode call, as a kernel sees them. Built on the host by
+/// make_args(); in the emulator every span is named and bounds-checked.
+template <class T>
+struct DecodeArgs {
+  gspan<const T> query;                    ///< [num_seqs][num_q_heads][head_dim]
+  gspan<const T> key_cache;                ///< pages: layout strides below
+  gspan<const T> value_cache;              ///< same layout as key_cache
+  gspan<const std::int32_t> block_tables;  ///< [num_seqs][max_blocks_per_seq]
+  gspan<const std::int32_t> context_lens;  ///< [num_seqs]
+  gspan<T> out;                            ///< [num_seqs][num_q_heads][head_dim]
+  int num_q_heads;
+  int num_kv_heads;
+  int block_size;
+  int max_blocks_per_seq;
+  int max_context_len;
+  float scale;
+  std::int64_t block_stride;  ///< elements between pages
+  std::int64_t head_stride;   ///< elements between kv heads of one page
+  std::int64_t token_stride;  ///< elements between slots of one page
+
+  /// Query heads per KV head.
+  __device__ __forceinline__ int group_size() const { return num_q_heads / num_kv_heads; }
+  /// Offset of channel 0 of the token at \p slot of \p page for \p kv_head (64-bit: pools over
+  /// 2^31 elements are ordinary).
+  __device__ __forceinline__ std::int64_t kv_offset(std::int32_t page, int kv_head, int slot) const {
+    return page * block_stride + kv_head * head_stride + slot * token_stride;
+  }
+  /// Offset of channel 0 of token \p token of sequence \p seq, read through its block table.
+  __device__ __forceinline__ std::int64_t token_offset(int seq, int kv_head, int token) const {
+    const std::int32_t page =
+        block_tables[static_cast<std::int64_t>(seq) * max_blocks_per_seq + token / block_size];
+    return kv_offset(page, kv_head, token % block_size);
+  }
+};
+
+/// The kernel-side arguments of \p view, with storage type \p T.
+template <class T>
+DecodeArgs<T> make_args(const DecodeView& view) {
+  const DecodeProblem& p = view.problem;
+  const std::int64_t io_elems = p.query_elems();
+  const std::int64_t cache_elems = p.cache_elems();
+  DecodeArgs<T> args{
+      gspan<const T>(static_cast<const T*>(view.query), io_elems, "query"),
+      gspan<const T>(static_cast<const T*>(view.key_cache), cache_elems, "key_cache"),
+      gspan<const T>(static_cast<const T*>(view.value_cache), cache_elems, "value_cache"),
+      gspan<const std::int32_t>(view.block_tables, std::int64_t{p.num_seqs} * p.max_blocks_per_seq,
+                                "block_tables"),
+      gspan<const std::int32_t>(view.context_lens, p.num_seqs, "context_lens"),
+      gspan<T>(static_cast<T*>(view.out), io_elems, "out"),
+      p.num_q_heads,
+      p.num_kv_heads,
+      p.block_size,
+      p.max_blocks_per_seq,
+      p.max_context_len,
+      p.scale,
+      p.layout.block_stride,
+      p.layout.head_stride,
+      p.layout.token_stride};
+  return args;
+}
+
+/// The head dims every kernel of the ladder is compiled for.
+#define PA_HEAD_DIMS 64, 80, 96, 112, 128, 256
+
+/// Throws ArgumentError unless \p head_dim is one of \p supported (the message lists them).
+inline void require_head_dim(int head_dim, std::initializer_list<int> supported, const char* kernel) {
+  for (int d : supported)
+    if (d == head_dim) return;
+  std::string list;
+  for (int d : supported) list += (list.empty() ? "" : ", ") + std::to_string(d);
+  throw_argument(kernel, "head_dim", cat("one of the head dims this kernel is built for: ", list),
+                 std::to_string(head_dim));
+}
+
+/// Calls `f(std::integral_constant<int, D>{})` for the compiled head dim D equal to \p head_dim.
+template <int... Dims, class F>
+void dispatch_head_dim(int head_dim, F&& f) {
+  const bool found = ((head_dim == Dims ? (f(std::integral_constant<int, Dims>{}), true) : false) || ...);
+  if (!found) throw_argument("dispatch_head_dim", "head_dim", "a compiled head dim", std::to_string(head_dim));
+}
+
+/// Rounds \p bytes up to a multiple of 256 (workspace sections start 256-byte aligned).
+constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace pa::PA_KERNELS

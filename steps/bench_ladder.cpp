@@ -1,0 +1,9 @@
+// The benchmarks of every kernel step in one program, so a GPU run builds and uploads each
+// named workload once (see common/bench.h). `--benchmark_filter=/gpu/` selects the GPU ones.
+#include "common/bench.h"
+#include "kernels/registry.h"
+
+int main(int argc, char** argv) {
+  for (int step : pa::kernel_steps()) pa::bench::register_step(step);
+  return pa::bench::main(argc, argv);
+}

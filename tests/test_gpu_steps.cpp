@@ -1,0 +1,95 @@
+// Every kernel step on the GPU: the checks of the emulator tests, the GPU against the emulator
+// on the adversarial set, and contexts up to 128k. Labelled gpu; skipped, with the reason,
+// where there is no device.
+#include <cmath>
+
+#include "tests/step_checks.h"
+
+using pa::Backend;
+using pa::DType;
+using namespace pa::testing;
+
+namespace {
+
+/// Empty when the GPU path can run; otherwise why not.
+std::string no_gpu_reason() {
+  if (!pa::cuda_built()) return "pagedattn was built without CUDA";
+  return pa::gpu::unavailable_reason();
+}
+
+/// The GPU and the emulator agree on every adversarial workload (both within tolerance of the
+/// oracle, and within the same tolerance of each other).
+void check_gpu_against_emulator(int step, DType dtype) {
+  pa::AdversarialOptions options;
+  options.dtype = dtype;
+  for (const pa::WorkloadSpec& spec : pa::adversarial_specs(options)) {
+    const pa::Workload w = pa::make_workload(spec);
+    const pa::RunOutput gpu = run_on(Backend::cuda, step, w);
+    const pa::RunOutput emulated = run_on(Backend::emulator, step, w);
+    std::vector<double> emulated_values(emulated.out.size() / pa::dtype_size(w.problem.dtype));
+    for (std::size_t i = 0; i < emulated_values.size(); ++i)
+      emulated_values[i] = pa::load_as_float(emulated.out.data(), w.problem.dtype, i);
+    const pa::CompareResult agree = pa::compare_to_reference(w.problem, emulated_values, gpu.out.data(),
+                                                             pa::Tolerance::for_dtype(dtype));
+    INFO("step " << step << ", workload '" << spec.name << "', GPU against emulator: " << agree.summary());
+    REQUIRE(agree.ok);
+  }
+}
+
+/// One sequence of 128k tokens (and a ragged companion), checked against the oracle.
+void check_long_context(int step) {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.name = "128k";
+  spec.dtype = DType::bf16;
+  spec.num_q_heads = 8;
+  spec.num_kv_heads = 2;
+  spec.head_dim = 128;
+  spec.context_lens = {131072, 4097};
+  require_oracle_match(Backend::cuda, step, pa::make_workload(spec));
+}
+
+}  // namespace
+
+#define PA_GPU_STEP_TESTS(step, tag)                                                                 \
+  TEST_CASE("gpu step" tag ": adversarial set against the oracle, every dtype", "[gpu][step" tag "]") { \
+    if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) check_adversarial(Backend::cuda, step, dtype); \
+  }                                                                                                  \
+  TEST_CASE("gpu step" tag ": agrees with the emulator", "[gpu][step" tag "]") {                     \
+    if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
+    check_gpu_against_emulator(step, DType::bf16);                                                   \
+    check_gpu_against_emulator(step, DType::f32);                                                    \
+  }                                                                                                  \
+  TEST_CASE("gpu step" tag ": NaN poison invisible, shapes, knobs, refusals", "[gpu][step" tag "]") { \
+    if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
+    check_poison_is_invisible(Backend::cuda, step, DType::bf16);                                     \
+    check_shapes(Backend::cuda, step);                                                               \
+    check_knobs_and_determinism(Backend::cuda, step, knobs_of(step));                                \
+    check_refusals(Backend::cuda, step);                                                             \
+    check_empty_batch(Backend::cuda, step);                                                          \
+  }
+
+PA_GPU_STEP_TESTS(2, "02")
+PA_GPU_STEP_TESTS(3, "03")
+PA_GPU_STEP_TESTS(4, "04")
+PA_GPU_STEP_TESTS(5, "05")
+PA_GPU_STEP_TESTS(6, "06")
+PA_GPU_STEP_TESTS(7, "07")
+PA_GPU_STEP_TESTS(8, "08")
+
+TEST_CASE("gpu: contexts up to 128k for the steps without a length cap", "[gpu]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  for (int step : {6, 7, 8}) check_long_context(step);
+}
+
+TEST_CASE("gpu: the roof and the device stamp are measured, not assumed", "[gpu]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  const pa::gpu::DeviceInfo& info = pa::gpu::device_info();
+  INFO(info.name << ", datasheet " << info.limits.datasheet_gbps << " GB/s");
+  REQUIRE(info.limits.sm_count > 0);
+  REQUIRE(info.limits.datasheet_gbps > 100);
+  const double roof = pa::gpu::measure_roof_gbps(std::size_t{1} << 30, 5);
+  INFO("roof " << roof << " GB/s");
+  REQUIRE(roof > 0.3 * info.limits.datasheet_gbps);
+  REQUIRE(roof < 1.05 * info.limits.datasheet_gbps);
+}

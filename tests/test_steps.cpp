@@ -1,0 +1,139 @@
+// Every kernel step in the emulator (checked memory, race detection on): the adversarial set
+// against the oracle in each storage type, NaN poison invisible, every head dim and page size,
+// knobs that do not change the answer, refusals that name the argument, the empty batch.
+#include "tests/step_checks.h"
+
+using pa::Backend;
+using pa::DType;
+using namespace pa::testing;
+
+#define PA_EMULATED_STEP_TESTS(step, tag)                                                              \
+  TEST_CASE("step" tag ": adversarial set against the oracle, f32", "[step" tag "]") {                 \
+    check_adversarial(Backend::emulator, step, DType::f32);                                            \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": adversarial set against the oracle, f16 and bf16", "[step" tag "]") {        \
+    check_adversarial(Backend::emulator, step, DType::f16);                                            \
+    check_adversarial(Backend::emulator, step, DType::bf16);                                           \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": NaN poison gives the same bits as zeros", "[step" tag "]") {                  \
+    check_poison_is_invisible(Backend::emulator, step, DType::bf16);                                   \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": head dims 64-256 and pages 1-64", "[step" tag "]") {                          \
+    check_shapes(Backend::emulator, step);                                                             \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": knobs do not change the answer, same input same bits", "[step" tag "]") {     \
+    check_knobs_and_determinism(Backend::emulator, step, knobs_of(step));                              \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": refuses what it cannot run and runs an empty batch", "[step" tag "]") {       \
+    check_refusals(Backend::emulator, step);                                                           \
+    check_empty_batch(Backend::emulator, step);                                                        \
+  }
+
+PA_EMULATED_STEP_TESTS(2, "02")
+PA_EMULATED_STEP_TESTS(3, "03")
+PA_EMULATED_STEP_TESTS(4, "04")
+PA_EMULATED_STEP_TESTS(5, "05")
+PA_EMULATED_STEP_TESTS(6, "06")
+PA_EMULATED_STEP_TESTS(7, "07")
+PA_EMULATED_STEP_TESTS(8, "08")
+
+TEST_CASE("every registered kernel step is tested here", "[steps]") {
+  // The macros above list steps 2-8; a new rung must be added there.
+  REQUIRE(pa::kernel_steps() == std::vector<int>{2, 3, 4, 5, 6, 7, 8});
+}
+
+// ----- what each rung adds -----------------------------------------------------------------------
+#include "kernels/02_pretend_programs.cuh"
+#include "kernels/08_gqa_sharing.cuh"
+#include "reference/oracle.h"
+
+namespace emu_kernels = pa::kernels_emu;
+
+TEST_CASE("step02: the gather kernel copies every context's pages bit for bit", "[step02]") {
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    pa::WorkloadSpec spec = pa::debug_spec();
+    spec.dtype = dtype;
+    spec.alias = true;
+    const pa::Workload w = pa::make_workload(spec);
+    const pa::DecodeProblem& p = w.problem;
+    const std::int64_t elems = std::int64_t{p.num_seqs} * p.num_kv_heads * p.max_context_len * p.head_dim;
+    emu_kernels::dispatch_dtype(dtype, [&](auto storage) {
+      using T = decltype(storage);
+      std::vector<T> keys(static_cast<std::size_t>(elems)), values(static_cast<std::size_t>(elems));
+      emu_kernels::launch_kernel("gather_kv", emu_kernels::step02::gather_kv<T, 64>, emu_kernels::dim3(p.num_seqs, p.num_kv_heads),
+                                 emu_kernels::dim3(1), 0, nullptr, emu_kernels::make_args<T>(w.host_view()),
+                                 emu_kernels::gspan<T>(keys.data(), elems, "gathered_keys"),
+                                 emu_kernels::gspan<T>(values.data(), elems, "gathered_values"));
+      const std::vector<double> expected_keys = pa::reference::gather_cache(w.host_view(), w.key_cache.data());
+      const std::vector<double> expected_values = pa::reference::gather_cache(w.host_view(), w.value_cache.data());
+      for (int seq = 0; seq < p.num_seqs; ++seq)
+        for (std::int64_t i = 0; i < std::int64_t{p.num_kv_heads} * w.context_lens[seq] * p.head_dim; ++i) {
+          const std::int64_t head = i / (std::int64_t{w.context_lens[seq]} * p.head_dim);
+          const std::int64_t rest = i % (std::int64_t{w.context_lens[seq]} * p.head_dim);
+          const auto at = static_cast<std::size_t>(((std::int64_t{seq} * p.num_kv_heads + head) * p.max_context_len) * p.head_dim + rest);
+          INFO("seq " << seq << ", kv head " << head << ", element " << rest);
+          REQUIRE(emu_kernels::to_float(keys[at]) == expected_keys[at]);
+          REQUIRE(emu_kernels::to_float(values[at]) == expected_values[at]);
+        }
+    });
+  }
+}
+
+TEST_CASE("step04: refuses, before launching, a context whose logits do not fit in shared memory", "[step04]") {
+  const pa::DeviceLimits limits = pa::DeviceLimits::pretend_h200();
+  const std::size_t cap = (limits.shared_per_block_optin - emu_kernels::step04::static_shared_bytes(128)) / sizeof(float);
+  const pa::KernelEntry& entry = pa::kernel(4, Backend::emulator);
+  pa::DecodeProblem fits = pa::make_problem(1, 8, 2, 128, 16, static_cast<int>(cap / 16 + 1), static_cast<int>(cap), 8192, DType::bf16);
+  REQUIRE_NOTHROW(entry.check(fits, {}, limits));
+  pa::DecodeProblem too_long = fits;
+  too_long.max_context_len = static_cast<int>(cap) + 1;
+  PA_REQUIRE_THROWS_AS_WITH(entry.check(too_long, {}, limits), pa::ArgumentError, "max_context_len");
+  PA_REQUIRE_THROWS_AS_WITH(entry.check(too_long, {}, limits), pa::ArgumentError, "at most " + std::to_string(cap) + " tokens");
+  PA_REQUIRE_THROWS_AS_WITH(entry.check(too_long, {}, limits), pa::ArgumentError, "step 06 removes this cap");
+  // Step 06 has no such cap.
+  REQUIRE_NOTHROW(pa::kernel(6, Backend::emulator).check(too_long, {}, limits));
+}
+
+TEST_CASE("step07: the split count comes from the device; empty splits give zeros, never NaN", "[step07]") {
+  pa::DecodeProblem long_single = pa::make_problem(1, 32, 8, 128, 16, 2048, 32768, 2048, DType::bf16);
+  pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
+  pa::DeviceLimits small = h200;
+  small.sm_count = 8;
+  const int many = emu_kernels::step07::choose_splits(long_single, 32, 128, {}, h200);
+  const int few = emu_kernels::step07::choose_splits(long_single, 32, 128, {}, small);
+  CHECK(many > few);
+  CHECK(many * 32 >= h200.sm_count * 16);  // about two rounds of every SM's resident programs
+  CHECK(emu_kernels::step07::choose_splits(long_single, 32, 128, {0, 5, 0}, h200) == 5);
+  pa::DecodeProblem short_ctx = long_single;
+  short_ctx.max_context_len = 300;
+  CHECK(emu_kernels::step07::choose_splits(short_ctx, 32, 128, {}, h200) == 2);  // no split under 256 tokens
+
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.context_lens = {0, 1, 5, 0};
+  const pa::Workload w = pa::make_workload(spec);
+  for (int step : {7, 8}) {
+    const pa::RunOutput run = pa::run_emulator(pa::kernel(step, Backend::emulator), w, {0, 64, 0});
+    const std::size_t row = static_cast<std::size_t>(w.problem.num_q_heads) * w.problem.head_dim;
+    for (int seq : {0, 3})
+      for (std::size_t i = 0; i < row; ++i) REQUIRE(pa::load_as_float(run.out.data(), w.problem.dtype, seq * row + i) == 0.0f);
+    const pa::CompareResult result = pa::check_against_oracle(w, pa::oracle_rows(w), run.out);
+    INFO(result.summary());
+    REQUIRE(result.ok);
+  }
+}
+
+TEST_CASE("step08 reads K and V once per KV head; step 07 once per query head", "[step08]") {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.num_q_heads = 8;
+  spec.num_kv_heads = 2;
+  spec.dtype = DType::bf16;
+  const pa::Workload w = pa::make_workload(spec);
+  std::uint64_t tokens = 0;
+  for (int len : w.context_lens) tokens += static_cast<std::uint64_t>(len);
+  const std::uint64_t once = tokens * w.problem.num_kv_heads * w.problem.head_dim * 2;  // bytes of K (bf16)
+  const pa::RunOutput step7 = pa::run_emulator(pa::kernel(7, Backend::emulator), w);
+  const pa::RunOutput step8 = pa::run_emulator(pa::kernel(8, Backend::emulator), w);
+  CHECK(step7.traffic.tensors.at("key_cache").bytes_read == once * 4);
+  CHECK(step8.traffic.tensors.at("key_cache").bytes_read == once);
+  CHECK(step8.traffic.tensors.at("value_cache").bytes_read == once);
+}
