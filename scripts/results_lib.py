@@ -1,0 +1,635 @@
+"""Reads the recorded benchmark results in docs/results/ and turns them into tables.
+
+Shared by `scripts/results` (which rewrites the README regions) and `notebooks/ladder.ipynb`
+(which plots). Standard library only.
+
+The files are Google Benchmark JSON (`--benchmark_format=json`) written by `bench_ladder`
+(common/bench.h). Benchmark names have the form
+
+    step03_naive_decode/gpu/gqa-batch[/iterations:1/manual_time]    median GPU time, GB/s, ...
+    step03_naive_decode/traffic/gqa-batch[/iterations:1]            predicted_bytes (emulator)
+    step03_naive_decode/emulator/tour                                emulator CPU time
+
+and each result is indexed by (step number, kernel name, kind, workload). A GPU run is a file
+with `/gpu/` results; the newest one (by the date in its JSON context) is used unless a path is
+given. The emulator's traffic comes from the GPU file itself when it has `/traffic/` results,
+otherwise from the newest file that does (normally docs/results/emulator-traffic.json).
+
+Every number printed comes from the JSON; nothing here is typed by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository (scripts/..)
+
+BEGIN_MARKER = "<!-- results:begin -->"
+END_MARKER = "<!-- results:end -->"
+NO_GPU_RESULTS = "No GPU results yet: run scripts/gpu-bench on a GPU machine."
+
+# The named workloads of BENCHMARKS.md, in the order the tables show them. Workloads found in
+# the JSON but not listed here (other than the sweep) follow in alphabetical order.
+NAMED_WORKLOADS = ["gqa-batch", "mha-batch", "long-single", "small-batch", "ragged-skew", "ragged-uniform"]
+LATER_WORKLOADS = ["gqa-batch-fp8"]
+SWEEP_PREFIX = "sweep-"
+
+KINDS = ("gpu", "traffic", "emulator")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+_KERNEL_RE = re.compile(r"^step(\d+)_\w+$")
+_STEP_DIR_RE = re.compile(r"^(\d+)_\w+$")
+
+Key = Tuple[int, str, str, str]  # (step, kernel, kind, workload)
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsing
+
+
+@dataclass
+class Result:
+    """One benchmark of one run: a step's kernel on one workload."""
+
+    step: int
+    kernel: str                # "step03_naive_decode"
+    kind: str                  # "gpu", "traffic" or "emulator"
+    workload: str              # "gqa-batch", "sweep-4096", "tour"
+    seconds: Optional[float]   # real_time in seconds (the median GPU time for kind "gpu")
+    counters: Dict[str, float] = field(default_factory=dict)
+    error: Optional[str] = None  # the error message when the benchmark did not run
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def refused(self) -> bool:
+        """The kernel declined the workload (a documented limit, e.g. step 04's shared memory)."""
+        return self.error is not None and self.error.startswith("refused")
+
+    def counter(self, name: str) -> Optional[float]:
+        value = self.counters.get(name)
+        return float(value) if isinstance(value, (int, float)) else None
+
+
+def parse_name(name: str) -> Optional[Tuple[int, str, str, str]]:
+    """`stepNN_x/kind/workload[/iterations:1/manual_time]` -> (NN, kernel, kind, workload).
+
+    Returns None for a name that is not one of the ladder's benchmarks.
+    """
+    parts = [p for p in name.split("/") if p and ":" not in p and p not in ("manual_time", "real_time", "process_time")]
+    if len(parts) < 3:
+        return None
+    kernel, kind, workload = parts[0], parts[1], parts[2]
+    match = _KERNEL_RE.match(kernel)
+    if not match or kind not in KINDS:
+        return None
+    return int(match.group(1)), kernel, kind, workload
+
+
+def _parse_date(text: str) -> datetime:
+    try:
+        date = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return datetime.min.replace(tzinfo=timezone.utc)
+    return date if date.tzinfo else date.replace(tzinfo=timezone.utc)
+
+
+def _is_benchmark_json(data: object) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("context"), dict) and isinstance(data.get("benchmarks"), list)
+
+
+@dataclass
+class Run:
+    """One Google Benchmark output file."""
+
+    path: Path
+    context: Dict[str, object]
+    results: Dict[Key, Result]
+
+    @classmethod
+    def from_json(cls, data: dict, path: Path) -> "Run":
+        if not _is_benchmark_json(data):
+            raise ValueError(f"{path}: not Google Benchmark JSON (no context and benchmarks)")
+        grouped: Dict[Key, List[dict]] = {}
+        for bench in data["benchmarks"]:
+            if not isinstance(bench, dict):
+                continue
+            if bench.get("run_type") == "aggregate":
+                # With --benchmark_repetitions, keep the median aggregate only.
+                if bench.get("aggregate_name") != "median":
+                    continue
+                name = bench.get("run_name", "")
+            else:
+                name = bench.get("name", "")
+            parsed = parse_name(str(name))
+            if parsed:
+                grouped.setdefault(parsed, []).append(bench)
+        results = {key: _result_of(key, entries) for key, entries in grouped.items()}
+        return cls(path=Path(path), context=dict(data["context"]), results=results)
+
+    # -- context ---------------------------------------------------------------------------------
+    def ctx(self, key: str, default: str = "") -> str:
+        value = self.context.get(key, default)
+        return str(value) if value is not None else default
+
+    def ctx_float(self, key: str) -> Optional[float]:
+        try:
+            value = float(self.context.get(key))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+        return value if value > 0 else None
+
+    @property
+    def date(self) -> datetime:
+        return _parse_date(self.ctx("date"))
+
+    @property
+    def day(self) -> str:
+        return self.ctx("date")[:10]
+
+    @property
+    def gpu_name(self) -> str:
+        return self.ctx("gpu", "unknown GPU")
+
+    @property
+    def roof_gbps(self) -> Optional[float]:
+        """The streaming-read bandwidth measured at the start of the run."""
+        return self.ctx_float("roof_gbps")
+
+    @property
+    def datasheet_gbps(self) -> Optional[float]:
+        return self.ctx_float("datasheet_gbps")
+
+    @property
+    def revision(self) -> str:
+        return self.ctx("git_revision", "unknown")
+
+    # -- results ---------------------------------------------------------------------------------
+    def has(self, kind: str) -> bool:
+        return any(key[2] == kind for key in self.results)
+
+    @property
+    def is_gpu_run(self) -> bool:
+        return self.has("gpu")
+
+    def get(self, step: int, kind: str, workload: str) -> Optional[Result]:
+        for (s, _kernel, k, w), result in self.results.items():
+            if s == step and k == kind and w == workload:
+                return result
+        return None
+
+    def steps(self, kind: Optional[str] = None) -> List[int]:
+        return sorted({key[0] for key in self.results if kind is None or key[2] == kind})
+
+    def kernel_name(self, step: int) -> Optional[str]:
+        for key in self.results:
+            if key[0] == step:
+                return key[1]
+        return None
+
+    def workloads(self, kind: str) -> List[str]:
+        return sorted({key[3] for key in self.results if key[2] == kind})
+
+    def named_workloads(self, kind: str = "gpu") -> List[str]:
+        """The named workloads (not the sweep) present, in the order of BENCHMARKS.md."""
+        return order_workloads(w for w in self.workloads(kind) if not w.startswith(SWEEP_PREFIX))
+
+    def sweep(self, kind: str = "gpu") -> List[Tuple[int, str]]:
+        """(context, workload name) of the context sweep, shortest first."""
+        points = []
+        for w in self.workloads(kind):
+            if w.startswith(SWEEP_PREFIX) and w[len(SWEEP_PREFIX):].isdigit():
+                points.append((int(w[len(SWEEP_PREFIX):]), w))
+        return sorted(points)
+
+
+def order_workloads(workloads: Iterable[str]) -> List[str]:
+    present = set(workloads)
+    known = [w for w in NAMED_WORKLOADS + LATER_WORKLOADS if w in present]
+    return known + sorted(present - set(known))
+
+
+def _result_of(key: Key, entries: List[dict]) -> Result:
+    step, kernel, kind, workload = key
+    aggregates = [e for e in entries if e.get("run_type") == "aggregate"]
+    if aggregates:
+        bench = aggregates[0]
+    elif len(entries) == 1:
+        bench = entries[0]
+    else:  # repetitions without aggregates: the entry with the median time
+        ordered = sorted(entries, key=lambda e: float(e.get("real_time", 0.0)))
+        bench = ordered[(len(ordered) - 1) // 2]
+    error = None
+    if bench.get("error_occurred") or bench.get("skipped"):
+        error = str(bench.get("error_message") or bench.get("skip_message") or "error")
+    seconds = None
+    if error is None and isinstance(bench.get("real_time"), (int, float)):
+        seconds = float(bench["real_time"]) * _UNIT_SECONDS.get(str(bench.get("time_unit", "ns")), 1e-9)
+    standard = {"name", "run_name", "run_type", "family_index", "per_family_instance_index", "repetitions",
+                "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
+                "aggregate_name", "aggregate_unit", "error_occurred", "error_message", "label"}
+    counters = {k: float(v) for k, v in bench.items() if k not in standard and isinstance(v, (int, float))
+                and not isinstance(v, bool)}
+    return Result(step=step, kernel=kernel, kind=kind, workload=workload, seconds=seconds, counters=counters,
+                  error=error)
+
+
+def load_run(path: Path) -> Run:
+    with open(path, encoding="utf-8") as handle:
+        return Run.from_json(json.load(handle), Path(path))
+
+
+def load_runs(results_dir: Path) -> List[Run]:
+    """Every Google Benchmark JSON file in \\p results_dir; other files (logs, notes) are skipped."""
+    runs = []
+    for path in sorted(Path(results_dir).glob("*.json")):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if _is_benchmark_json(data):
+            runs.append(Run.from_json(data, path))
+    return runs
+
+
+def newest_gpu_run(runs: Iterable[Run]) -> Optional[Run]:
+    gpu_runs = [run for run in runs if run.is_gpu_run]
+    return max(gpu_runs, key=lambda run: (run.date, run.path.name)) if gpu_runs else None
+
+
+def newest_traffic_run(runs: Iterable[Run]) -> Optional[Run]:
+    traffic_runs = [run for run in runs if run.has("traffic")]
+    return max(traffic_runs, key=lambda run: (run.date, run.path.name)) if traffic_runs else None
+
+
+# ----------------------------------------------------------------------------------------------
+# The ladder: one GPU run, with the emulator's traffic next to it
+
+
+@dataclass
+class StepRow:
+    """One row of a step's table (raw numbers; None where there is nothing to show)."""
+
+    workload: str
+    status: str                        # "ok", "refused", "error" or "missing"
+    error: Optional[str]
+    seconds: Optional[float]
+    gbps: Optional[float]
+    pct_roof: Optional[float]
+    pct_datasheet: Optional[float]
+    floor_seconds: Optional[float]     # predicted bytes / roof
+    time_over_floor: Optional[float]
+    speedup: Optional[float]           # time of the previous rung / this time
+    speedup_vs: Optional[int]          # the step it is compared with
+
+
+@dataclass
+class Ladder:
+    root: Path
+    gpu: Optional[Run]
+    traffic: Optional[Run]
+    runs: List[Run]
+
+    # -- what is there ---------------------------------------------------------------------------
+    def steps(self) -> List[int]:
+        """The rungs: steps with GPU results, or with traffic when there is no GPU run."""
+        if self.gpu is not None:
+            return self.gpu.steps("gpu")
+        return self.traffic.steps("traffic") if self.traffic is not None else []
+
+    def kernel_name(self, step: int) -> str:
+        for run in (self.gpu, self.traffic):
+            if run is not None and run.kernel_name(step):
+                return run.kernel_name(step)  # type: ignore[return-value]
+        return f"step{step:02d}"
+
+    def named_workloads(self) -> List[str]:
+        if self.gpu is not None:
+            return self.gpu.named_workloads("gpu")
+        return self.traffic.named_workloads("traffic") if self.traffic is not None else []
+
+    def previous_rung(self, step: int) -> Optional[int]:
+        earlier = [s for s in self.steps() if s < step]
+        return earlier[-1] if earlier else None
+
+    # -- numbers ---------------------------------------------------------------------------------
+    def gpu_result(self, step: int, workload: str) -> Optional[Result]:
+        return self.gpu.get(step, "gpu", workload) if self.gpu is not None else None
+
+    def predicted_bytes(self, step: int, workload: str) -> Optional[float]:
+        result = self.traffic.get(step, "traffic", workload) if self.traffic is not None else None
+        return result.counter("predicted_bytes") if result is not None and result.ok else None
+
+    def floor_seconds(self, step: int, workload: str) -> Optional[float]:
+        """The emulator's predicted bytes moved at the measured roof: the fastest this step can be."""
+        predicted = self.predicted_bytes(step, workload)
+        roof = self.gpu.roof_gbps if self.gpu is not None else None
+        if predicted is None or roof is None:
+            return None
+        return predicted / (roof * 1e9)
+
+    def speedup(self, step: int, workload: str) -> Tuple[Optional[float], Optional[int]]:
+        """(time of the nearest earlier rung that ran the workload / this step's time, that rung)."""
+        this = self.gpu_result(step, workload)
+        if this is None or not this.ok or not this.seconds:
+            return None, None
+        for earlier in reversed([s for s in self.steps() if s < step]):
+            prev = self.gpu_result(earlier, workload)
+            if prev is not None and prev.ok and prev.seconds:
+                return prev.seconds / this.seconds, earlier
+        return None, None
+
+    def step_rows(self, step: int) -> List[StepRow]:
+        rows = []
+        for workload in self.named_workloads():
+            result = self.gpu_result(step, workload)
+            floor = self.floor_seconds(step, workload)
+            if result is None or not result.ok:
+                status = "missing" if result is None else ("refused" if result.refused else "error")
+                rows.append(StepRow(workload, status, result.error if result else None, None, None, None, None,
+                                    floor, None, None, None))
+                continue
+            gbps = result.counter("GB/s")
+            pct_roof = result.counter("pct_roof")
+            if pct_roof is None and gbps is not None and self.gpu.roof_gbps:  # type: ignore[union-attr]
+                pct_roof = 100.0 * gbps / self.gpu.roof_gbps  # type: ignore[union-attr]
+            pct_datasheet = result.counter("pct_datasheet")
+            if pct_datasheet is None and gbps is not None and self.gpu.datasheet_gbps:  # type: ignore[union-attr]
+                pct_datasheet = 100.0 * gbps / self.gpu.datasheet_gbps  # type: ignore[union-attr]
+            ratio = result.seconds / floor if floor and result.seconds else None
+            speedup, versus = self.speedup(step, workload)
+            rows.append(StepRow(workload, "ok", None, result.seconds, gbps, pct_roof if pct_roof else None,
+                                pct_datasheet, floor, ratio, speedup, versus))
+        return rows
+
+    def runs_per_median(self) -> Optional[int]:
+        if self.gpu is None:
+            return None
+        for result in self.gpu.results.values():
+            if result.kind == "gpu" and result.counter("runs"):
+                return int(result.counter("runs"))  # type: ignore[arg-type]
+        return None
+
+    # -- words -----------------------------------------------------------------------------------
+    def stamp_line(self) -> str:
+        """One line: GPU, measured roof, datasheet, revision, date (see stamp_line)."""
+        return stamp_line(self.gpu) if self.gpu is not None else NO_GPU_RESULTS
+
+    def relative(self, path: Path) -> str:
+        """\\p path from the repository root where it lies inside it."""
+        try:
+            return Path(path).resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return Path(path).as_posix()
+
+    def source_path(self, run: Run) -> str:
+        return self.relative(run.path)
+
+
+def stamp_line(run: Run) -> str:
+    """The run in one line, e.g.
+
+    NVIDIA H200 · roof 4570 GB/s (measured) · datasheet 4814 GB/s · rev abc123 · 2026-11-30
+    """
+    parts = [run.gpu_name]
+    if run.roof_gbps:
+        parts.append(f"roof {fmt_gbps(run.roof_gbps)} GB/s (measured)")
+    if run.datasheet_gbps:
+        parts.append(f"datasheet {fmt_gbps(run.datasheet_gbps)} GB/s")
+    parts.append(f"rev {run.revision}")
+    if run.day:
+        parts.append(run.day)
+    return " · ".join(parts)
+
+
+def load(root: Optional[Path] = None, gpu_path: Optional[Path] = None,
+         traffic_path: Optional[Path] = None) -> Ladder:
+    """The ladder of \\p root (default: this repository): the newest GPU run in docs/results/, or
+    \\p gpu_path; the traffic from the GPU file, or \\p traffic_path, or the newest traffic file."""
+    root = Path(root) if root is not None else ROOT
+    runs = load_runs(root / "docs" / "results")
+    gpu = load_run(Path(gpu_path)) if gpu_path is not None else newest_gpu_run(runs)
+    if gpu is not None and not gpu.is_gpu_run:
+        raise ValueError(f"{gpu.path}: no /gpu/ results in this file")
+    if traffic_path is not None:
+        traffic = load_run(Path(traffic_path))
+    elif gpu is not None and gpu.has("traffic"):
+        traffic = gpu
+    else:
+        traffic = newest_traffic_run(runs)
+    return Ladder(root=root, gpu=gpu, traffic=traffic, runs=runs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Formatting
+
+
+DASH = "–"
+
+
+def fmt_ms(seconds: Optional[float]) -> str:
+    """Milliseconds with 3 significant digits (0.0412, 1.23, 45.6, 789; larger values whole)."""
+    if seconds is None:
+        return DASH
+    ms = seconds * 1e3
+    if ms <= 0:
+        return "0"
+    if ms >= 100:
+        return f"{ms:.0f}"
+    decimals = 2 - math.floor(math.log10(ms))
+    text = f"{ms:.{decimals}f}"
+    if float(text) >= 100:  # rounding up crossed into the next decade (99.96 -> 100.0)
+        return f"{ms:.0f}"
+    return text
+
+
+def fmt_gbps(value: Optional[float]) -> str:
+    return DASH if value is None else f"{value:.0f}"
+
+
+def fmt_pct(value: Optional[float]) -> str:
+    return DASH if value is None else f"{value:.1f}%"
+
+
+def fmt_ratio(value: Optional[float]) -> str:
+    """A ratio with 3 significant digits and a times sign: 1.85×, 12.3×, 105×."""
+    if value is None:
+        return DASH
+    if value >= 99.95:
+        return f"{value:.0f}×"
+    if value >= 9.995:
+        return f"{value:.1f}×"
+    return f"{value:.2f}×"
+
+
+def fmt_bytes(value: Optional[float]) -> str:
+    """Decimal bytes with 3 significant digits (1.23 GB)."""
+    if value is None:
+        return DASH
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def _code(text: str) -> str:
+    """Text as a Markdown code span (safe for GitHub and Doxygen alike)."""
+    text = " ".join(str(text).split()).replace("`", "'")
+    return f"`{text}`"
+
+
+def markdown_table(header: List[str], rows: List[List[str]], align: Optional[List[str]] = None) -> str:
+    def line(cells: List[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    align = align or ["---"] * len(header)
+    return "\n".join([line(header), "|" + "|".join(align) + "|"] + [line(row) for row in rows])
+
+
+# ----------------------------------------------------------------------------------------------
+# The generated regions
+
+
+def ladder_table(ladder: Ladder) -> str:
+    """README.md: rows = rungs, columns = named workloads, cells = GB/s (% of datasheet)."""
+    workloads = ladder.named_workloads()
+    rows = []
+    for step in ladder.steps():
+        cells = [f"{step:02d}", _code(ladder.kernel_name(step))]
+        for workload in workloads:
+            result = ladder.gpu_result(step, workload)
+            if result is None:
+                cells.append(DASH)
+            elif result.refused:
+                cells.append("refused")
+            elif not result.ok:
+                cells.append("error")
+            else:
+                cells.append(f"{fmt_gbps(result.counter('GB/s'))} ({fmt_pct(result.counter('pct_datasheet'))})")
+        rows.append(cells)
+    header = ["#", "step"] + [_code(w) for w in workloads]
+    return markdown_table(header, rows, ["---", "---"] + ["--:"] * len(workloads))
+
+
+def _source_line(ladder: Ladder) -> str:
+    assert ladder.gpu is not None
+    gpu = ladder.gpu
+    details = [d for d in (gpu.ctx("gpu_details"), gpu.ctx("compiler"),
+                           f"nvcc {gpu.ctx('cuda_compiler')}" if gpu.ctx("cuda_compiler") else "",
+                           gpu.ctx("build_flags")) if d]
+    text = f"From {_code(ladder.source_path(gpu))}"
+    if details:
+        text += " (" + "; ".join(details) + ")"
+    return text + "."
+
+
+def _method_line(ladder: Ladder) -> str:
+    runs = ladder.runs_per_median()
+    median = f"median of {runs} runs" if runs else "median of the timed runs"
+    return (f"Each time is the {median}, CUDA events, L2 flushed; "
+            "bytes = K+V+q+out+tables per BENCHMARKS.md.")
+
+
+def readme_region(ladder: Ladder) -> str:
+    """The text between the markers of the top-level README.md."""
+    generated = ("Generated by `scripts/results` from the JSON in `docs/results/`; "
+                 "edits between the markers are overwritten.")
+    if ladder.gpu is None:
+        return "\n".join([NO_GPU_RESULTS, "", generated])
+    gpu = ladder.gpu
+    legend = "Each cell: achieved GB/s (% of the datasheet bandwidth)"
+    if gpu.roof_gbps:
+        legend += f"; the roof measured in the same run is {fmt_gbps(gpu.roof_gbps)} GB/s"
+    legend += ". " + _method_line(ladder) + " Each step's page has its own table, with the predicted floor and the speed-up over the previous step."
+    return "\n".join([f"**{ladder.stamp_line()}**", "", ladder_table(ladder), "", legend, _source_line(ladder), "",
+                      generated])
+
+
+def step_table(ladder: Ladder, step: int) -> str:
+    previous = ladder.previous_rung(step)
+    speedup_header = f"speed-up vs step {previous:02d}" if previous is not None else "speed-up vs previous step"
+    header = ["workload", "median time (ms)", "GB/s", "% of roof", "% of datasheet",
+              "predicted floor (ms)", "time / floor", speedup_header]
+    rows = []
+    for row in ladder.step_rows(step):
+        floor = fmt_ms(row.floor_seconds)
+        if row.status != "ok":
+            rows.append([_code(row.workload), row.status if row.status != "missing" else DASH, DASH, DASH, DASH,
+                         floor, DASH, DASH])
+            continue
+        speedup = fmt_ratio(row.speedup)
+        if row.speedup is not None and row.speedup_vs != previous:
+            speedup += f" (vs {row.speedup_vs:02d})"
+        rows.append([_code(row.workload), fmt_ms(row.seconds), fmt_gbps(row.gbps), fmt_pct(row.pct_roof),
+                     fmt_pct(row.pct_datasheet), floor, fmt_ratio(row.time_over_floor), speedup])
+    return markdown_table(header, rows, ["---"] + ["--:"] * (len(header) - 1))
+
+
+def step_region(ladder: Ladder, step: int, step_dir: Optional[Path] = None) -> str:
+    """The text between the markers of steps/NN_name/README.md."""
+    measured = ladder.gpu is not None and step in ladder.gpu.steps("gpu")
+    if not measured:
+        if step_dir is not None and not is_ladder_step(step_dir):
+            return (f"Step {step:02d} is not on the GPU ladder, so no GPU results are recorded for it; "
+                    f"`build/<preset>/steps/bench{step_dir.name}` times it on your machine.")
+        if ladder.gpu is None:
+            return NO_GPU_RESULTS
+        return f"No GPU results for step {step:02d} in {_code(ladder.source_path(ladder.gpu))}."
+    lines = [f"**{ladder.stamp_line()}**", "", step_table(ladder, step), ""]
+    for row in ladder.step_rows(step):
+        if row.status in ("refused", "error") and row.error:
+            lines.append(f"- {_code(row.workload)}: {_code(row.error)}")
+    if lines[-1] != "":
+        lines.append("")
+    note = _method_line(ladder) + " Predicted floor = the emulator's byte count for this step / the measured roof"
+    if ladder.traffic is not None:
+        note += f" ({_code(ladder.source_path(ladder.traffic))}, rev {ladder.traffic.revision})"
+    note += "; time / floor near 1 means the step moves no more than it must at full bandwidth."
+    lines += [note, _source_line(ladder), ""]
+    return "\n".join(lines)
+
+
+def is_ladder_step(step_dir: Path) -> bool:
+    """A step whose benchmark is the shared ladder one (bench.cpp is PA_STEP_BENCHMARK_MAIN)."""
+    bench = Path(step_dir) / "bench.cpp"
+    try:
+        return "PA_STEP_BENCHMARK_MAIN" in bench.read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+_REGION_RE = re.compile(re.escape(BEGIN_MARKER) + r"(.*?)" + re.escape(END_MARKER), re.DOTALL)
+
+
+def replace_regions(text: str, content: str) -> str:
+    """\\p text with everything between each begin/end marker pair replaced by \\p content."""
+    if text.count(BEGIN_MARKER) != text.count(END_MARKER):
+        raise ValueError(f"unbalanced {BEGIN_MARKER} / {END_MARKER} markers")
+    body = "\n" + content.strip("\n") + "\n"
+    return _REGION_RE.sub(lambda _m: BEGIN_MARKER + body + END_MARKER, text)
+
+
+def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
+    """(file, its new text) for README.md and every steps/NN_name/README.md with markers."""
+    out = []
+    readme = ladder.root / "README.md"
+    if readme.is_file():
+        text = readme.read_text(encoding="utf-8")
+        if BEGIN_MARKER in text:
+            out.append((readme, replace_regions(text, readme_region(ladder))))
+    for page in sorted((ladder.root / "steps").glob("*/README.md")):
+        match = _STEP_DIR_RE.match(page.parent.name)
+        if not match:
+            continue
+        text = page.read_text(encoding="utf-8")
+        if BEGIN_MARKER in text:
+            out.append((page, replace_regions(text, step_region(ladder, int(match.group(1)), page.parent))))
+    return out

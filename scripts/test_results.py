@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""Tests of scripts/results and scripts/results_lib.py:  python3 scripts/test_results.py
+
+Everything runs on small synthetic Google Benchmark files written to a temporary tree; nothing
+is written into docs/results/ or the real READMEs.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+SCRIPTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(SCRIPTS))
+import results_lib as rl  # noqa: E402
+
+SCRIPT = SCRIPTS / "results"
+
+KERNELS = {2: "step02_pretend_programs", 3: "step03_naive_decode", 4: "step04_block_threads"}
+
+
+# ----------------------------------------------------------------------------------------------
+# Synthetic bench_ladder output
+
+
+def gpu_context(date="2026-11-30T10:00:00+00:00", rev="abc1234", roof="4570.3", datasheet="4800.0"):
+    return {"date": date, "host_name": "gpu-host", "num_cpus": 16, "gpu": "NVIDIA H200",
+            "gpu_details": "132 SMs, driver 580.1", "roof_gbps": roof, "datasheet_gbps": datasheet,
+            "sm_count": "132", "git_revision": rev, "compiler": "g++ 12.2.0", "cuda_compiler": "13.0.88",
+            "build_flags": "CUDA architectures 90", "pagedattn_stamp": "NVIDIA H200 | g++ | rev " + rev}
+
+
+def gpu_bench(step, workload, ms, gbps, bytes_=1e9, roof=4570.3, datasheet=4800.0):
+    name = f"{KERNELS[step]}/gpu/{workload}/iterations:1/manual_time"
+    return {"name": name, "run_name": name, "run_type": "iteration", "family_index": 0,
+            "per_family_instance_index": 0, "repetitions": 1, "repetition_index": 0, "threads": 1,
+            "iterations": 1, "real_time": ms, "cpu_time": 0.01, "time_unit": "ms", "GB/s": gbps,
+            "roof_GB/s": roof, "pct_roof": 100 * gbps / roof, "pct_datasheet": 100 * gbps / datasheet,
+            "bytes": bytes_, "runs": 20, "max_abs_error": 1e-3}
+
+
+def refused_bench(step, workload, message="refused: context 32768 needs 128 KiB of shared memory"):
+    name = f"{KERNELS[step]}/gpu/{workload}/iterations:1/manual_time"
+    return {"name": name, "run_name": name, "run_type": "iteration", "iterations": 0, "real_time": 0.0,
+            "cpu_time": 0.0, "time_unit": "ms", "error_occurred": True, "error_message": message}
+
+
+def traffic_bench(step, workload, predicted):
+    name = f"{KERNELS[step]}/traffic/{workload}/iterations:1"
+    return {"name": name, "run_name": name, "run_type": "iteration", "iterations": 1, "real_time": 50.0,
+            "cpu_time": 50.0, "time_unit": "ms", "predicted_bytes": predicted, "scale": 1024.0}
+
+
+def gpu_run(date="2026-11-30T10:00:00+00:00", rev="abc1234", slow=1.0):
+    """Steps 02-04 on gqa-batch and long-single (step 04 refuses it), plus a two-point sweep."""
+    benches = [
+        gpu_bench(2, "gqa-batch", 8.0 * slow, 125.0), gpu_bench(2, "long-single", 4.0 * slow, 50.0),
+        gpu_bench(3, "gqa-batch", 2.0 * slow, 500.0), gpu_bench(3, "long-single", 1.0 * slow, 200.0),
+        gpu_bench(4, "gqa-batch", 0.5 * slow, 2000.0), refused_bench(4, "long-single"),
+    ]
+    for step, base in ((2, 1.0), (3, 0.25), (4, 0.0625)):
+        benches.append(gpu_bench(step, "sweep-512", base * slow, 100.0))
+        benches.append(gpu_bench(step, "sweep-1024", 2 * base * slow, 100.0))
+    return {"context": gpu_context(date=date, rev=rev), "benchmarks": benches}
+
+
+def traffic_run():
+    context = {"date": "2026-11-29T09:00:00+00:00", "host_name": "cpu", "git_revision": "abc1234",
+               "gpu": "none: no CUDA device"}
+    tour = {"name": "step03_naive_decode/emulator/tour", "run_name": "step03_naive_decode/emulator/tour",
+            "run_type": "iteration", "iterations": 40, "real_time": 15.0, "cpu_time": 15.0, "time_unit": "ms",
+            "emu_bytes": 2.0e6, "bytes_moved": 3.6e5}
+    return {"context": context, "benchmarks": [
+        tour,
+        traffic_bench(2, "gqa-batch", 4.5703e9), traffic_bench(3, "gqa-batch", 1.82812e9),
+        traffic_bench(4, "gqa-batch", 0.91406e9), traffic_bench(3, "long-single", 1.0e8),
+    ]}
+
+
+STEP_PAGE = "# Step {nn}\n\nIntro text.\n\n<!-- results:begin -->\n(placeholder)\n<!-- results:end -->\n\nAfter.\n"
+README = "# pagedattn\n\nBefore.\n\n## Results\n\n<!-- results:begin -->\nold text\n<!-- results:end -->\n\nAfter.\n"
+
+
+class Tree:
+    """A scratch repository: README.md, three step pages (one without markers), docs/results/."""
+
+    def __init__(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="pagedattn-results-test-")
+        self.root = Path(self.dir.name)
+        self.results = self.root / "docs" / "results"
+        self.results.mkdir(parents=True)
+        (self.root / "README.md").write_text(README, encoding="utf-8")
+        for folder, bench in (("02_pretend_programs", "PA_STEP_BENCHMARK_MAIN(2)\n"),
+                              ("03_naive_decode", "PA_STEP_BENCHMARK_MAIN(3)\n"),
+                              ("00_reference", "BENCHMARK_MAIN();\n")):
+            step_dir = self.root / "steps" / folder
+            step_dir.mkdir(parents=True)
+            (step_dir / "README.md").write_text(STEP_PAGE.format(nn=folder[:2]), encoding="utf-8")
+            (step_dir / "bench.cpp").write_text(bench, encoding="utf-8")
+        no_markers = self.root / "steps" / "04_block_threads"
+        no_markers.mkdir(parents=True)
+        (no_markers / "README.md").write_text("# Step 04\n\nNo markers here.\n", encoding="utf-8")
+
+    def write(self, name, data):
+        path = self.results / name
+        path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+        return path
+
+    def text(self, relative):
+        return (self.root / relative).read_text(encoding="utf-8")
+
+    def run_script(self, *args):
+        return subprocess.run([sys.executable, str(SCRIPT), "--root", str(self.root), *args],
+                              capture_output=True, text=True, check=False)
+
+    def close(self):
+        self.dir.cleanup()
+
+
+def region(text):
+    start = text.index(rl.BEGIN_MARKER) + len(rl.BEGIN_MARKER)
+    return text[start:text.index(rl.END_MARKER)]
+
+
+def table_rows(text):
+    """The rows of the first Markdown table in \\p text, as lists of cells (header first)."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("|-"):
+            continue  # the alignment row
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+        elif rows:
+            break
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+class ParsingTest(unittest.TestCase):
+    def setUp(self):
+        self.tree = Tree()
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_names_lose_google_benchmark_suffixes(self):
+        self.assertEqual(rl.parse_name("step08_gqa_sharing/gpu/gqa-batch/iterations:1/manual_time"),
+                         (8, "step08_gqa_sharing", "gpu", "gqa-batch"))
+        self.assertEqual(rl.parse_name("step03_naive_decode/traffic/ragged-skew/iterations:1"),
+                         (3, "step03_naive_decode", "traffic", "ragged-skew"))
+        self.assertEqual(rl.parse_name("step02_pretend_programs/emulator/tour"),
+                         (2, "step02_pretend_programs", "emulator", "tour"))
+        self.assertIsNone(rl.parse_name("BM_paged_oracle/size:0/dtype:1"))
+        self.assertIsNone(rl.parse_name("step03_naive_decode/cpu/gqa-batch"))
+
+    def test_gpu_results_are_indexed_with_times_in_seconds(self):
+        run = rl.Run.from_json(gpu_run(), Path("x.json"))
+        self.assertTrue(run.is_gpu_run)
+        self.assertEqual(run.steps("gpu"), [2, 3, 4])
+        result = run.get(3, "gpu", "gqa-batch")
+        self.assertAlmostEqual(result.seconds, 2.0e-3)
+        self.assertEqual(result.counter("GB/s"), 500.0)
+        self.assertIn((3, "step03_naive_decode", "gpu", "gqa-batch"), run.results)
+        self.assertEqual(run.named_workloads(), ["gqa-batch", "long-single"])
+        self.assertEqual(run.sweep(), [(512, "sweep-512"), (1024, "sweep-1024")])
+        self.assertEqual(run.roof_gbps, 4570.3)
+
+    def test_time_units_convert(self):
+        bench = gpu_bench(2, "gqa-batch", 1500.0, 1.0)
+        bench["time_unit"] = "us"
+        run = rl.Run.from_json({"context": {}, "benchmarks": [bench]}, Path("x.json"))
+        self.assertAlmostEqual(run.get(2, "gpu", "gqa-batch").seconds, 1.5e-3)
+
+    def test_refused_entries_are_kept_with_their_message(self):
+        result = rl.Run.from_json(gpu_run(), Path("x.json")).get(4, "gpu", "long-single")
+        self.assertFalse(result.ok)
+        self.assertTrue(result.refused)
+        self.assertIsNone(result.seconds)
+        self.assertIn("shared memory", result.error)
+
+    def test_traffic_and_emulator_kinds(self):
+        run = rl.Run.from_json(traffic_run(), Path("t.json"))
+        self.assertFalse(run.is_gpu_run)
+        self.assertEqual(run.get(3, "traffic", "gqa-batch").counter("predicted_bytes"), 1.82812e9)
+        self.assertEqual(run.get(3, "emulator", "tour").counter("emu_bytes"), 2.0e6)
+
+    def test_other_files_are_skipped(self):
+        self.tree.write("run.log", "not json at all")
+        self.tree.write("broken.json", "{ truncated")
+        self.tree.write("notes.json", {"title": "not benchmark output"})
+        self.tree.write("list.json", [1, 2, 3])
+        self.tree.write("h200.json", gpu_run())
+        runs = rl.load_runs(self.tree.results)
+        self.assertEqual([run.path.name for run in runs], ["h200.json"])
+
+    def test_newest_gpu_run_by_context_date_not_file_name(self):
+        self.tree.write("a-newest.json", gpu_run(date="2026-12-01T08:00:00+00:00", rev="new"))
+        self.tree.write("z-older.json", gpu_run(date="2026-11-02T08:00:00+00:00", rev="old"))
+        self.tree.write("emulator-traffic.json", traffic_run())  # newer than nothing, but not a GPU run
+        ladder = rl.load(self.tree.root)
+        self.assertEqual(ladder.gpu.revision, "new")
+        self.assertEqual(ladder.traffic.path.name, "emulator-traffic.json")
+
+    def test_a_given_path_wins(self):
+        self.tree.write("a-newest.json", gpu_run(date="2026-12-01T08:00:00+00:00", rev="new"))
+        older = self.tree.write("z-older.json", gpu_run(date="2026-11-02T08:00:00+00:00", rev="old"))
+        self.assertEqual(rl.load(self.tree.root, gpu_path=older).gpu.revision, "old")
+        with self.assertRaises(ValueError):
+            rl.load(self.tree.root, gpu_path=self.tree.write("t.json", traffic_run()))
+
+    def test_no_results_at_all(self):
+        ladder = rl.load(self.tree.root)
+        self.assertIsNone(ladder.gpu)
+        self.assertIsNone(ladder.traffic)
+        self.assertEqual(ladder.steps(), [])
+        self.assertEqual(ladder.stamp_line(), rl.NO_GPU_RESULTS)
+
+
+class NumbersTest(unittest.TestCase):
+    def setUp(self):
+        self.tree = Tree()
+        self.tree.write("h200.json", gpu_run())
+        self.tree.write("emulator-traffic.json", traffic_run())
+        self.ladder = rl.load(self.tree.root)
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_stamp_line(self):
+        self.assertEqual(self.ladder.stamp_line(),
+                         "NVIDIA H200 · roof 4570 GB/s (measured) · datasheet 4800 GB/s · rev abc1234 · 2026-11-30")
+
+    def test_speedup_is_previous_time_over_this_time(self):
+        self.assertEqual(self.ladder.speedup(3, "gqa-batch"), (4.0, 2))
+        self.assertEqual(self.ladder.speedup(4, "gqa-batch"), (4.0, 3))
+        self.assertEqual(self.ladder.speedup(2, "gqa-batch"), (None, None))  # the first rung
+        self.assertEqual(self.ladder.speedup(4, "long-single"), (None, None))  # refused here
+
+    def test_speedup_skips_a_rung_that_refused(self):
+        data = {"context": gpu_context(), "benchmarks": [
+            gpu_bench(2, "long-single", 4.0, 50.0), refused_bench(3, "long-single"),
+            gpu_bench(4, "long-single", 0.5, 400.0)]}
+        ladder = rl.load(self.tree.root, gpu_path=self.tree.write("skip.json", data))
+        self.assertEqual(ladder.speedup(4, "long-single"), (8.0, 2))
+        row = {r.workload: r for r in ladder.step_rows(4)}["long-single"]
+        self.assertEqual(row.speedup_vs, 2)
+        cells = {r[0]: r for r in table_rows(rl.step_table(ladder, 4))}
+        self.assertEqual(cells["`long-single`"][-1], "8.00× (vs 02)")
+
+    def test_floor_is_predicted_bytes_over_the_measured_roof(self):
+        self.assertAlmostEqual(self.ladder.floor_seconds(3, "gqa-batch"), 1.82812e9 / 4570.3e9)
+        self.assertIsNone(self.ladder.floor_seconds(2, "long-single"))  # no traffic recorded for it
+        row = {r.workload: r for r in self.ladder.step_rows(3)}["gqa-batch"]
+        self.assertAlmostEqual(row.time_over_floor, 2.0e-3 / (1.82812e9 / 4570.3e9))
+
+    def test_formats(self):
+        self.assertEqual(rl.fmt_ms(2.0e-3), "2.00")
+        self.assertEqual(rl.fmt_ms(4.123e-5), "0.0412")
+        self.assertEqual(rl.fmt_ms(0.04567), "45.7")
+        self.assertEqual(rl.fmt_ms(0.9996), "1000")
+        self.assertEqual(rl.fmt_ms(0.09996), "100")
+        self.assertEqual(rl.fmt_ms(None), rl.DASH)
+        self.assertEqual(rl.fmt_gbps(4301.6), "4302")
+        self.assertEqual(rl.fmt_pct(89.44), "89.4%")
+        self.assertEqual(rl.fmt_ratio(4.0), "4.00×")
+        self.assertEqual(rl.fmt_ratio(12.34), "12.3×")
+
+    def test_step_table(self):
+        rows = table_rows(rl.step_table(self.ladder, 3))
+        self.assertEqual(rows[0], ["workload", "median time (ms)", "GB/s", "% of roof", "% of datasheet",
+                                   "predicted floor (ms)", "time / floor", "speed-up vs step 02"])
+        gqa = rows[1]
+        self.assertEqual(gqa[:5], ["`gqa-batch`", "2.00", "500", "10.9%", "10.4%"])
+        self.assertEqual(gqa[5], "0.400")  # 1.82812 GB / 4570.3 GB/s
+        self.assertEqual(gqa[6], "5.00×")
+        self.assertEqual(gqa[7], "4.00×")
+
+    def test_refused_rows(self):
+        rows = {r[0]: r for r in table_rows(rl.step_table(self.ladder, 4))}
+        self.assertEqual(rows["`long-single`"][1], "refused")
+        self.assertEqual(rows["`long-single`"][2:5], [rl.DASH] * 3)
+        page = rl.step_region(self.ladder, 4)
+        self.assertIn("- `long-single`: `refused: context 32768 needs 128 KiB of shared memory`", page)
+
+    def test_ladder_table(self):
+        rows = table_rows(rl.ladder_table(self.ladder))
+        self.assertEqual(rows[0], ["#", "step", "`gqa-batch`", "`long-single`"])
+        self.assertEqual(rows[1], ["02", "`step02_pretend_programs`", "125 (2.6%)", "50 (1.0%)"])
+        self.assertEqual(rows[3], ["04", "`step04_block_threads`", "2000 (41.7%)", "refused"])
+        self.assertEqual(len(rows), 4)
+
+    def test_step_region_stamp_and_method(self):
+        page = rl.step_region(self.ladder, 3)
+        self.assertTrue(page.startswith("**NVIDIA H200 · roof 4570 GB/s (measured)"))
+        self.assertIn("median of 20 runs, CUDA events, L2 flushed", page)
+        self.assertIn("`docs/results/h200.json`", page)
+        self.assertIn("`docs/results/emulator-traffic.json`", page)
+
+    def test_replace_regions_keeps_the_rest(self):
+        text = "a\n<!-- results:begin -->\nx\n<!-- results:end -->\nb\n<!-- results:begin --><!-- results:end -->\n"
+        new = rl.replace_regions(text, "NEW")
+        self.assertEqual(new, "a\n<!-- results:begin -->\nNEW\n<!-- results:end -->\nb\n"
+                              "<!-- results:begin -->\nNEW\n<!-- results:end -->\n")
+        self.assertEqual(rl.replace_regions(new, "NEW"), new)
+        with self.assertRaises(ValueError):
+            rl.replace_regions("<!-- results:begin -->\n", "NEW")
+
+
+class ScriptTest(unittest.TestCase):
+    def setUp(self):
+        self.tree = Tree()
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_without_gpu_results_the_regions_say_so_and_check_passes(self):
+        self.assertEqual(self.tree.run_script("--check").returncode, 1)  # placeholders are stale
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        self.assertIn(rl.NO_GPU_RESULTS, region(self.tree.text("README.md")))
+        self.assertIn(rl.NO_GPU_RESULTS, region(self.tree.text("steps/03_naive_decode/README.md")))
+        self.assertIn("not on the GPU ladder", region(self.tree.text("steps/00_reference/README.md")))
+        check = self.tree.run_script("--check")
+        self.assertEqual(check.returncode, 0, check.stderr)
+
+    def test_check_rewrite_check_and_idempotence(self):
+        self.tree.write("nvidia-h200-20261130-abc1234.json", gpu_run())
+        self.tree.write("emulator-traffic.json", traffic_run())
+        self.tree.write("bench.log", "a log file")
+        before = {p: self.tree.text(p) for p in ("README.md", "steps/04_block_threads/README.md")}
+
+        check = self.tree.run_script("--check")
+        self.assertEqual(check.returncode, 1)
+        self.assertIn("README.md is out of date", check.stderr)
+        self.assertIn("steps/03_naive_decode/README.md is out of date", check.stderr)
+        self.assertEqual(self.tree.text("README.md"), before["README.md"])  # --check changes nothing
+
+        run = self.tree.run_script()
+        self.assertEqual(run.returncode, 0, run.stderr)
+        readme = self.tree.text("README.md")
+        self.assertTrue(readme.startswith("# pagedattn\n\nBefore.\n"))
+        self.assertTrue(readme.endswith("<!-- results:end -->\n\nAfter.\n"))
+        self.assertIn("| 04 | `step04_block_threads` | 2000 (41.7%) | refused |", readme)
+        self.assertEqual(self.tree.text("steps/04_block_threads/README.md"),
+                         before["steps/04_block_threads/README.md"])  # no markers: untouched
+        self.assertIn("| `gqa-batch` | 2.00 | 500 |", self.tree.text("steps/03_naive_decode/README.md"))
+
+        snapshot = {p: self.tree.text(p) for p in ("README.md", "steps/02_pretend_programs/README.md",
+                                                  "steps/03_naive_decode/README.md")}
+        self.assertEqual(self.tree.run_script("--check").returncode, 0)
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        self.assertEqual({p: self.tree.text(p) for p in snapshot}, snapshot)  # idempotent
+
+        # A newer run makes the regions stale again.
+        self.tree.write("nvidia-h200-20261201-def5678.json",
+                        gpu_run(date="2026-12-01T10:00:00+00:00", rev="def5678", slow=0.5))
+        check = self.tree.run_script("--check")
+        self.assertEqual(check.returncode, 1)
+        self.assertIn("steps/02_pretend_programs/README.md is out of date", check.stderr)
+        self.tree.run_script()
+        self.assertIn("rev def5678", self.tree.text("README.md"))
+
+    def test_explicit_run_and_bad_file(self):
+        older = self.tree.write("old.json", gpu_run(date="2026-01-01T00:00:00+00:00", rev="old1"))
+        self.tree.write("new.json", gpu_run(date="2026-06-01T00:00:00+00:00", rev="new1"))
+        self.assertEqual(self.tree.run_script(str(older)).returncode, 0)
+        self.assertIn("rev old1", self.tree.text("README.md"))
+        self.assertEqual(self.tree.run_script("--check").returncode, 1)  # the newest is new1
+        bad = self.tree.run_script(str(self.tree.write("x.json", {"not": "benchmark"})))
+        self.assertEqual(bad.returncode, 2)
+
+    def test_unbalanced_markers_are_an_error(self):
+        (self.tree.root / "README.md").write_text("<!-- results:begin -->\nno end\n", encoding="utf-8")
+        result = self.tree.run_script("--check")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("unbalanced", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
