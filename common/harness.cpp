@@ -284,11 +284,11 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
 void print_step_table(const std::vector<StepReport>& reports, std::ostream& out) {
   Table table({"step", "kernel", "oracle", "emulator", "max|d|", "emu time", "emu bytes", "GPU", "max|d|",
                "|gpu-emu|", "GPU time", "GB/s", "% roof"});
-  std::vector<std::string> notes;
+  std::vector<std::pair<int, std::string>> notes;
   for (const StepReport& r : reports) {
     auto status = [&](const std::string& s) -> std::string {
       if (s == "ok") return "ok";
-      notes.push_back(cat("step ", r.step, ": ", s));
+      notes.emplace_back(r.step, s);
       if (s.rfind("skipped", 0) == 0) return "skipped";
       if (s.rfind("refused", 0) == 0) return "refused";
       return "FAIL";
@@ -302,9 +302,14 @@ void print_step_table(const std::vector<StepReport>& reports, std::ostream& out)
                    gpu_ran && r.roof_gbps > 0 ? format_fixed(100.0 * r.gpu_gbps / r.roof_gbps, 1) : "-"});
   }
   table.print(out);
-  std::set<std::string> seen;
-  for (const std::string& note : notes)
-    if (seen.insert(note).second) out << "  " << note << '\n';
+  // One line per distinct note, naming the steps it applies to ("steps 2, 3: skipped: ...").
+  std::vector<std::pair<std::string, std::string>> grouped;  // note -> steps
+  for (const auto& [step, note] : notes) {
+    auto it = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == note; });
+    if (it == grouped.end()) grouped.emplace_back(note, cat("step ", step));
+    else it->second += cat(", ", step);
+  }
+  for (const auto& [note, steps] : grouped) out << "  " << steps << ": " << note << '\n';
 }
 
 // ----- traces --------------------------------------------------------------------------------

@@ -58,50 +58,76 @@ __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
 // [split]
 
 // [merge]
-/// Program (seq, q_head): combines the splits in order. Each split's acc was summed relative
-/// to its own max m_s; scaled by exp(m_s - M) to the overall max M, the sums and accs add up.
+/// Program (seq, q_head), kMergeThreads threads: combines the splits. Each split's acc was
+/// summed relative to its own max m_s; scaled by exp(m_s - M) to the overall max M, the sums
+/// and accs add up. The threads form `slices` copies of the head_dim channels; slice i takes
+/// splits i, i + slices, ... (so a long context's 128 splits cost each thread 32 loads, not
+/// 128), then slice 0 adds the slices up in a fixed order: the same input gives the same bits.
 template <class T, int HEAD_DIM>
 __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
+  PA_SHARED(float, scratch, 32);
+  PA_SHARED(float, slice_accs, 512);  // [slices][HEAD_DIM]
+  PA_SHARED(float, slice_sums, 32);   // [slices]
   const int seq = blockIdx.x;
   const int q_head = blockIdx.y;
   const std::int64_t first = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits;
-  float merged_max = -INFINITY;
-  for (int s = 0; s < partials.splits; ++s) merged_max = fmaxf(merged_max, partials.maxes[first + s]);
-  const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
-  for (int d = threadIdx.x; d < HEAD_DIM; d += blockDim.x) {
-    float merged_sum = 0.0f, merged_acc = 0.0f;
-    for (int s = 0; s < partials.splits; ++s) {
-      const float sum = partials.sums[first + s];
-      const float weight = sum == 0.0f ? 0.0f : expf(partials.maxes[first + s] - merged_max);
-      merged_sum += sum * weight;
-      merged_acc += partials.accs[(first + s) * HEAD_DIM + d] * weight;
+  float local_max = -INFINITY;
+  for (int s = threadIdx.x; s < partials.splits; s += blockDim.x) local_max = fmaxf(local_max, partials.maxes[first + s]);
+  const float merged_max = step05::block_reduce_warps<true>(local_max, scratch);
+
+  const int slices = blockDim.x / HEAD_DIM;
+  const int slice = threadIdx.x / HEAD_DIM;
+  const int d = threadIdx.x % HEAD_DIM;
+  if (slice < slices) {
+    float sum = 0.0f, acc = 0.0f;
+    for (int s = slice; s < partials.splits; s += slices) {
+      const float split_sum = partials.sums[first + s];
+      const float weight = split_sum == 0.0f ? 0.0f : expf(partials.maxes[first + s] - merged_max);  // empty: 0
+      sum += split_sum * weight;
+      acc += partials.accs[(first + s) * HEAD_DIM + d] * weight;
     }
-    args.out[out_row + d] = from_float<T>(merged_sum == 0.0f ? 0.0f : merged_acc / merged_sum);
+    slice_accs[slice * HEAD_DIM + d] = acc;
+    if (d == 0) slice_sums[slice] = sum;
+  }
+  __syncthreads();
+  if (slice == 0) {
+    float sum = 0.0f, acc = 0.0f;
+    for (int i = 0; i < slices; ++i) {
+      sum += slice_sums[i];
+      acc += slice_accs[i * HEAD_DIM + d];
+    }
+    const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
+    args.out[out_row + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);
   }
 }
+/// Threads of a merge program: at least two slices of the largest head dim (256).
+inline constexpr int kMergeThreads = 512;
 // [merge]
 
 // ----- host side -----------------------------------------------------------------------------
 inline constexpr const char* kName = "step07_split_kv";
 inline constexpr int kDefaultThreads = 128;
 inline constexpr int kMinTokensPerSplit = 256;
+/// Rounds of resident programs the split count aims for. Short programs in many rounds beat
+/// long ones in two: a program's tokens form one dependent chain per thread group, so more
+/// programs in flight hide more of the memory latency (see the page for the measurement).
+inline constexpr int kRounds = 8;
 
 inline int threads_of(const KernelOptions& options) {
   return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
 }
 
 // [choose]
-/// Splits per (sequence, head) for \p programs (sequence, head) pairs: enough programs to give
-/// every SM about two rounds of its resident blocks (a thread-count bound on occupancy), no
-/// split under kMinTokensPerSplit tokens; `options.num_splits` or `options.partition_tokens`
-/// override it.
-inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int threads, const KernelOptions& options,
-                         const DeviceLimits& device) {
+/// Splits per (sequence, head) for \p programs (sequence, head) pairs: enough programs for
+/// kRounds rounds of what every SM holds at once (\p resident_per_sm, from the occupancy
+/// calculator: registers, threads and shared memory), no split under kMinTokensPerSplit
+/// tokens; `options.num_splits` or `options.partition_tokens` override it.
+inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int resident_per_sm,
+                         const KernelOptions& options, const DeviceLimits& device) {
   if (p.max_context_len == 0) return 1;
   if (options.num_splits > 0) return options.num_splits;
   if (options.partition_tokens > 0) return static_cast<int>((p.max_context_len + options.partition_tokens - 1) / options.partition_tokens);
-  const std::int64_t resident_per_sm = std::min(device.max_blocks_per_sm, device.max_threads_per_sm / threads);
-  const std::int64_t target = 2 * device.sm_count * resident_per_sm;
+  const std::int64_t target = kRounds * std::int64_t{device.sm_count} * resident_per_sm;
   const std::int64_t wanted = (target + programs - 1) / std::max<std::int64_t>(programs, 1);
   const std::int64_t most = (p.max_context_len + kMinTokensPerSplit - 1) / kMinTokensPerSplit;
   return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::max<std::int64_t>(most, 1)));
@@ -146,8 +172,23 @@ inline Partials partials_in(void* workspace, const DecodeProblem& p, int splits)
           gspan<float>(accs, n * p.head_dim, "split_accs"), splits, partition_of(p, splits)};
 }
 
+/// The split count of this problem: split_decode's occupancy on \p device, then choose_splits.
+inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  const int threads = threads_of(options);
+  int resident = 1;
+  dispatch_dtype(p.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
+      constexpr int D = decltype(head_dim)::value;
+      resident = resident_programs_per_sm(split_decode<T, D>, threads,
+                                          merge_floats(threads / Slices<T, D>::kGroup, D) * sizeof(float), device);
+    });
+  });
+  return choose_splits(p, std::int64_t{p.num_seqs} * p.num_q_heads, resident, options, device);
+}
+
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return partials_bytes(p, choose_splits(p, std::int64_t{p.num_seqs} * p.num_q_heads, threads_of(options), options, device));
+  return partials_bytes(p, splits_of(p, options, device));
 }
 
 inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device, void* stream) {
@@ -157,7 +198,7 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   if (p.num_seqs == 0) return;
   step05::require_aligned(view, kName);
   const int threads = threads_of(options);
-  const int splits = choose_splits(p, std::int64_t{p.num_seqs} * p.num_q_heads, threads, options, device);
+  const int splits = splits_of(p, options, device);
   const Partials partials = partials_in(view.workspace, p, splits);
   dispatch_dtype(p.dtype, [&](auto storage) {
     using T = decltype(storage);
@@ -167,8 +208,8 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
       const int groups = threads / Slices<T, D>::kGroup;
       launch_kernel("step07_split_decode", split_decode<T, D>, dim3(p.num_seqs, p.num_q_heads, splits), dim3(threads),
                     merge_floats(groups, D) * sizeof(float), stream, args, partials);
-      launch_kernel("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(128), 0, stream,
-                    args, partials);
+      launch_kernel("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(kMergeThreads), 0,
+                    stream, args, partials);
     });
   });
 }

@@ -76,8 +76,39 @@ inline void check(const DecodeProblem& problem, const KernelOptions& options, co
   step07::check_split_kernel(problem, options, kName);
 }
 
+/// Runs `f(kernel)` with the gqa_split_decode instantiation this problem uses (storage type,
+/// head dim, heads per pass); only the head counts its slice size allows are compiled.
+template <class F>
+void with_kernel(const DecodeProblem& p, F&& f) {
+  dispatch_dtype(p.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
+      constexpr int D = decltype(head_dim)::value;
+      constexpr int kMostHeads = max_heads_for(Slices<T, D>::kElems);
+      const int heads = heads_per_pass(p.group_size(), kMostHeads);
+      if (heads == 1) f(gqa_split_decode<T, D, 1>, T{}, head_dim, 1);
+      if constexpr (kMostHeads >= 2) if (heads == 2) f(gqa_split_decode<T, D, 2>, T{}, head_dim, 2);
+      if constexpr (kMostHeads >= 4) if (heads == 4) f(gqa_split_decode<T, D, 4>, T{}, head_dim, 4);
+      if constexpr (kMostHeads >= 8) if (heads == 8) f(gqa_split_decode<T, D, 8>, T{}, head_dim, 8);
+    });
+  });
+}
+
+/// Dynamic shared memory of one program: the group merge of each head of a pass.
+template <class T, int D>
+std::size_t shared_bytes_of(int threads, int heads) {
+  return static_cast<std::size_t>(heads) * merge_floats(threads / Slices<T, D>::kGroup, D) * sizeof(float);
+}
+
+/// The split count: the kernel's occupancy on \p device, counted in (sequence, KV head) pairs.
 inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return step07::choose_splits(p, std::int64_t{p.num_seqs} * p.num_kv_heads, threads_of(options), options, device);
+  const int threads = threads_of(options);
+  int resident = 1;
+  with_kernel(p, [&](auto kernel, auto storage, auto head_dim, int heads) {
+    using T = decltype(storage);
+    resident = resident_programs_per_sm(kernel, threads, shared_bytes_of<T, decltype(head_dim)::value>(threads, heads), device);
+  });
+  return step07::choose_splits(p, std::int64_t{p.num_seqs} * p.num_kv_heads, resident, options, device);
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
@@ -93,26 +124,14 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   const int threads = threads_of(options);
   const int splits = splits_of(p, options, device);
   const Partials partials = step07::partials_in(view.workspace, p, splits);
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  with_kernel(p, [&](auto kernel, auto storage, auto head_dim, int heads) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      constexpr int kMostHeads = max_heads_for(Slices<T, D>::kElems);
-      const DecodeArgs<T> args = make_args<T>(view);
-      const int groups = threads / Slices<T, D>::kGroup;
-      const int heads = heads_per_pass(p.group_size(), kMostHeads);
-      auto run = [&](auto kernel) {
-        launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(threads),
-                      heads * merge_floats(groups, D) * sizeof(float), stream, args, partials);
-      };
-      // Only the head counts this slice size allows are compiled.
-      if (heads == 1) run(gqa_split_decode<T, D, 1>);
-      if constexpr (kMostHeads >= 2) if (heads == 2) run(gqa_split_decode<T, D, 2>);
-      if constexpr (kMostHeads >= 4) if (heads == 4) run(gqa_split_decode<T, D, 4>);
-      if constexpr (kMostHeads >= 8) if (heads == 8) run(gqa_split_decode<T, D, 8>);
-      launch_kernel("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(128), 0,
-                    stream, args, partials);
-    });
+    constexpr int D = decltype(head_dim)::value;
+    const DecodeArgs<T> args = make_args<T>(view);
+    launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(threads),
+                  shared_bytes_of<T, D>(threads, heads), stream, args, partials);
+    launch_kernel("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads),
+                  dim3(step07::kMergeThreads), 0, stream, args, partials);
   });
 }
 

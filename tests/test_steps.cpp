@@ -99,14 +99,19 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
   pa::DeviceLimits small = h200;
   small.sm_count = 8;
-  const int many = emu_kernels::step07::choose_splits(long_single, 32, 128, {}, h200);
-  const int few = emu_kernels::step07::choose_splits(long_single, 32, 128, {}, small);
+  // 8 programs a multiprocessor: the thread bound for 128-thread programs would be 16.
+  const int many = emu_kernels::step07::choose_splits(long_single, 32, 8, {}, h200);
+  const int few = emu_kernels::step07::choose_splits(long_single, 32, 8, {}, small);
   CHECK(many > few);
-  CHECK(many * 32 >= h200.sm_count * 16);  // about two rounds of every SM's resident programs
-  CHECK(emu_kernels::step07::choose_splits(long_single, 32, 128, {0, 5, 0}, h200) == 5);
+  CHECK(many * 32 >= std::min(emu_kernels::step07::kRounds * h200.sm_count * 8, 128 * 32));  // rounds, or the 256-token floor
+  CHECK(emu_kernels::step07::choose_splits(long_single, 32, 2, {}, h200) < many);  // lower occupancy, fewer splits
+  CHECK(emu_kernels::step07::choose_splits(long_single, 32, 8, {0, 5, 0}, h200) == 5);
   pa::DecodeProblem short_ctx = long_single;
   short_ctx.max_context_len = 300;
-  CHECK(emu_kernels::step07::choose_splits(short_ctx, 32, 128, {}, h200) == 2);  // no split under 256 tokens
+  CHECK(emu_kernels::step07::choose_splits(short_ctx, 32, 8, {}, h200) == 2);  // no split under 256 tokens
+  // The emulator's occupancy is the bound from threads and shared memory.
+  CHECK(emu_kernels::step07::splits_of(long_single, {}, h200) ==
+        emu_kernels::step07::choose_splits(long_single, 32, 16, {}, h200));
 
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.context_lens = {0, 1, 5, 0};

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 
@@ -217,6 +218,29 @@ void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 
 #else
   (void)stream;
   emu::launch({grid, block, shared_bytes, name}, [&] { kernel(args...); });
+#endif
+}
+
+/// Programs of \p kernel one multiprocessor holds at once with \p threads threads and
+/// \p shared_bytes of dynamic shared memory: CUDA's occupancy calculator under nvcc (registers
+/// included); in the emulator, which allocates no registers, the bound from threads and
+/// shared memory alone.
+template <class... Params>
+int resident_programs_per_sm(void (*kernel)(Params...), int threads, std::size_t shared_bytes,
+                             const DeviceLimits& device) {
+#if defined(__CUDACC__)
+  (void)device;
+  int blocks = 0;
+  const cudaError_t status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, reinterpret_cast<const void*>(kernel), threads, shared_bytes);
+  if (status != cudaSuccess)
+    throw CudaError(cat("cudaOccupancyMaxActiveBlocksPerMultiprocessor: ", cudaGetErrorString(status)));
+  return std::max(blocks, 1);
+#else
+  (void)kernel;
+  std::size_t blocks = std::min<std::size_t>(device.max_blocks_per_sm, device.max_threads_per_sm / threads);
+  if (shared_bytes > 0) blocks = std::min(blocks, device.shared_per_sm / shared_bytes);
+  return static_cast<int>(std::max<std::size_t>(blocks, 1));
 #endif
 }
 
