@@ -14,8 +14,11 @@
 #include "common/error.h"
 #include "common/problem.h"
 #include "tests/catch_compat.h"
+#include "tests/test_util.h"
 
 namespace {
+
+using pa::testing::error_message;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -48,17 +51,6 @@ std::vector<std::byte> stored(pa::DType dtype, const std::vector<double>& values
 pa::CompareResult check(pa::DType dtype, const std::vector<double>& reference, const std::vector<double>& got) {
   const std::vector<std::byte> bytes = stored(dtype, got);
   return pa::compare_to_reference(output_problem(dtype), reference, bytes.data(), pa::Tolerance::for_dtype(dtype));
-}
-
-/// The message \p action throws, or "" when it returns normally.
-template <class Action>
-std::string error_message(Action action) {
-  try {
-    action();
-  } catch (const std::exception& error) {
-    return error.what();
-  }
-  return "";
 }
 
 }  // namespace

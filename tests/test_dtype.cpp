@@ -13,8 +13,11 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "tests/catch_compat.h"
+#include "tests/test_util.h"
 
 namespace {
+
+using pa::testing::SplitMix;
 
 std::uint16_t eigen_half_bits(float value) {
   return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(value));
@@ -33,17 +36,6 @@ std::uint16_t f16_bits(float value) { return pa::float_to_f16(value).bits; }
 std::uint16_t bf16_bits(float value) { return pa::float_to_bf16(value).bits; }
 float from_f16(std::uint16_t bits) { return pa::f16_to_float(pa::f16_t{bits}); }
 float from_bf16(std::uint16_t bits) { return pa::bf16_to_float(pa::bf16_t{bits}); }
-
-/// splitmix64: a seeded generator whose sequence is the same on every platform.
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-};
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// The paged KV cache of step 01: allocator invariants and errors, block tables, slot mapping,
+// The paged KV cache of step 01 (steps/01_paged_cache): allocator invariants and errors, block tables, slot mapping,
 // the write path, gather, fork and copy-on-write (CORRECTNESS.md, "allocator" and "errors").
 #include "tests/catch_compat.h"
 

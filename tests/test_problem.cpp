@@ -14,21 +14,13 @@
 #include "common/kernel_api.h"
 #include "common/problem.h"
 #include "tests/catch_compat.h"
+#include "tests/test_util.h"
 
 namespace {
 
-constexpr const char* kFunction = "test_fn";
+using pa::testing::error_message;
 
-/// The message \p action throws, or "" when it returns normally (shows the message on failure).
-template <class Action>
-std::string error_message(Action action) {
-  try {
-    action();
-  } catch (const std::exception& error) {
-    return error.what();
-  }
-  return "";
-}
+constexpr const char* kFunction = "test_fn";
 
 /// A small valid GQA problem: 3 sequences, 4 query heads over 2 KV heads, dim 8, page 4.
 pa::DecodeProblem small_problem() {

@@ -1,5 +1,5 @@
-// The oracle against closed forms, a hand-worked case, an independent double loop, and itself
-// (paged against dense). Every kernel is judged by the oracle, so the oracle is judged here by
+// The oracle of step 00 (steps/00_reference) against closed forms, a hand-worked case, an
+// independent double loop, and itself// (paged against dense). Every kernel is judged by the oracle, so the oracle is judged here by
 // things that need no oracle.
 //
 // The tensors are built here, by hand, with a small helper (not common/workload.h), so these
@@ -24,24 +24,15 @@
 #include "common/problem.h"
 #include "reference/oracle.h"
 #include "tests/catch_compat.h"
+#include "tests/test_util.h"
 
 namespace {
 
+using pa::testing::SplitMix;
+using pa::testing::error_message;
+
 constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
 constexpr std::int32_t kTablePad = std::numeric_limits<std::int32_t>::max();
-
-/// splitmix64: a seeded generator whose sequence is the same on every platform.
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [-1, 1).
-  float uniform() { return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0); }
-};
 
 /// What a test case is made of.
 struct Shape {
@@ -201,17 +192,6 @@ double max_difference(const std::vector<double>& a, const std::vector<double>& b
 }
 
 bool bit_identical(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-/// The message \p action throws, or "" when it returns normally.
-template <class Action>
-std::string error_message(Action action) {
-  try {
-    action();
-  } catch (const std::exception& error) {
-    return error.what();
-  }
-  return "";
-}
 
 }  // namespace
 

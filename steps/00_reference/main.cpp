@@ -13,9 +13,9 @@
 //       step00_reference --kv-heads 1 --dtype bf16 --context 100
 //       step00_reference --quiet              what ctest runs: silent, exit code only
 //
-// The program builds its own small tensors (no workload library): pages come from a seeded
-// shuffle of the pool, and every slot no context covers holds NaN, so a finite answer also
-// shows that nothing outside a context was read.
+// The batch comes from the workload library (common/workload.h): pages from a seeded shuffle
+// of the pool, and every slot no context covers holds NaN, so a finite answer also shows that
+// nothing outside a context was read.
 
 #include <algorithm>
 #include <cerrno>
@@ -37,6 +37,7 @@
 #include "common/error.h"
 #include "common/kernel_api.h"
 #include "common/problem.h"
+#include "common/workload.h"
 #include "reference/oracle.h"
 
 namespace {
@@ -117,95 +118,25 @@ Options parse_options(int argc, char** argv) {
   return options;
 }
 
-/// splitmix64: a seeded generator whose sequence is the same on every platform.
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform() { return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0); }
-};
-
-/// The host tensors of one decode step.
-struct Tensors {
-  pa::DecodeProblem problem;
-  std::vector<std::byte> query;            // [num_seqs][num_q_heads][head_dim]
-  std::vector<std::byte> key_cache;        // [num_blocks][num_kv_heads][block_size][head_dim]
-  std::vector<std::byte> value_cache;      // same
-  std::vector<std::int32_t> block_tables;  // [num_seqs][max_blocks_per_seq]
-  std::vector<std::int32_t> context_lens;  // [num_seqs]
-
-  pa::DecodeView view() const {
-    pa::DecodeView view;
-    view.problem = problem;
-    view.query = query.data();
-    view.key_cache = key_cache.data();
-    view.value_cache = value_cache.data();
-    view.block_tables = block_tables.data();
-    view.context_lens = context_lens.data();
-    return view;
-  }
-};
-
-/// A ragged batch with scattered pages. Values are uniform in [-1, 1); slots outside every
-/// context (the tail of a last page, two spare pages) hold NaN; unused table entries hold
-/// INT32_MAX. Throws ArgumentError (from validate) for shapes that make no sense.
-Tensors build(const Options& options, int num_kv_heads) {
-  std::vector<std::int32_t> lens(static_cast<std::size_t>(options.num_seqs));
+/// A ragged batch with scattered pages, built like every workload of the project
+/// (common/workload.h): values in [-1, 1]; slots outside every context (the tail of a last
+/// page, spare pages) hold NaN; unused table entries hold INT32_MAX. Throws ArgumentError for
+/// shapes that make no sense.
+pa::Workload build(const Options& options, int num_kv_heads) {
+  pa::WorkloadSpec spec;
+  spec.name = "step00";
+  spec.num_q_heads = options.num_q_heads;
+  spec.num_kv_heads = num_kv_heads;
+  spec.head_dim = options.head_dim;
+  spec.block_size = options.block_size;
+  spec.dtype = options.dtype;
+  spec.seed = options.seed;
+  spec.spare_blocks = 2;
+  spec.table_slack = 0;
+  spec.context_lens.clear();
   for (int seq = 0; seq < options.num_seqs; ++seq)
-    lens[static_cast<std::size_t>(seq)] =
-        options.context - static_cast<int>(std::int64_t{options.context} * seq / options.num_seqs);
-  std::int64_t used_pages = 0;
-  for (std::int32_t len : lens) used_pages += pa::pages_for(len, options.block_size);
-  const int max_blocks_per_seq = static_cast<int>(pa::pages_for(options.context, options.block_size));
-  const std::int64_t num_blocks = used_pages + 2;
-
-  Tensors t;
-  t.problem = pa::make_problem(options.num_seqs, options.num_q_heads, num_kv_heads, options.head_dim,
-                               options.block_size, max_blocks_per_seq, options.context, num_blocks, options.dtype);
-  pa::validate(t.problem, kProgram);
-  const pa::DecodeProblem& p = t.problem;
-  const std::size_t elem = pa::dtype_size(p.dtype);
-  t.query.resize(static_cast<std::size_t>(p.query_elems()) * elem);
-  t.key_cache.resize(static_cast<std::size_t>(p.cache_elems()) * elem);
-  t.value_cache.resize(t.key_cache.size());
-  for (std::size_t i = 0; i < static_cast<std::size_t>(p.cache_elems()); ++i) {
-    pa::store_from_float(t.key_cache.data(), p.dtype, i, std::numeric_limits<float>::quiet_NaN());
-    pa::store_from_float(t.value_cache.data(), p.dtype, i, std::numeric_limits<float>::quiet_NaN());
-  }
-
-  SplitMix random{options.seed};
-  std::vector<std::int32_t> pages(static_cast<std::size_t>(num_blocks));
-  std::iota(pages.begin(), pages.end(), 0);
-  for (std::size_t i = pages.size(); i > 1; --i) std::swap(pages[i - 1], pages[random.next() % i]);
-  t.block_tables.assign(static_cast<std::size_t>(p.num_seqs) * static_cast<std::size_t>(max_blocks_per_seq),
-                        std::numeric_limits<std::int32_t>::max());
-  t.context_lens = lens;
-  std::size_t next_page = 0;
-  for (int seq = 0; seq < p.num_seqs; ++seq)
-    for (std::int64_t i = 0; i < pa::pages_for(lens[static_cast<std::size_t>(seq)], p.block_size); ++i)
-      t.block_tables[static_cast<std::size_t>(seq) * static_cast<std::size_t>(max_blocks_per_seq) +
-                     static_cast<std::size_t>(i)] = pages[next_page++];
-
-  for (std::size_t i = 0; i < static_cast<std::size_t>(p.query_elems()); ++i)
-    pa::store_from_float(t.query.data(), p.dtype, i, random.uniform());
-  for (int seq = 0; seq < p.num_seqs; ++seq)
-    for (int kv_head = 0; kv_head < p.num_kv_heads; ++kv_head)
-      for (std::int64_t token = 0; token < lens[static_cast<std::size_t>(seq)]; ++token) {
-        // Token t of a sequence lives in page table[t / block_size], slot t % block_size.
-        const std::int64_t page =
-            t.block_tables[static_cast<std::size_t>(seq) * static_cast<std::size_t>(max_blocks_per_seq) +
-                           static_cast<std::size_t>(token / p.block_size)];
-        for (int dim = 0; dim < p.head_dim; ++dim) {
-          const auto offset = static_cast<std::size_t>(p.layout.offset(page, kv_head, token % p.block_size, dim));
-          pa::store_from_float(t.key_cache.data(), p.dtype, offset, random.uniform());
-          pa::store_from_float(t.value_cache.data(), p.dtype, offset, random.uniform());
-        }
-      }
-  return t;
+    spec.context_lens.push_back(options.context - static_cast<int>(std::int64_t{options.context} * seq / options.num_seqs));
+  return pa::make_workload(spec);
 }
 
 /// Which head ratio a KV-head count gives.
@@ -216,11 +147,11 @@ const char* ratio_name(int num_q_heads, int num_kv_heads) {
 }
 
 /// Prints, for sequence 0 and query head 0, the steps of the formula with numbers.
-void show_worked_example(const Tensors& t, const std::vector<double>& out) {
+void show_worked_example(const pa::Workload& t, const std::vector<double>& out) {
   const pa::DecodeProblem& p = t.problem;
   const int len = t.context_lens[0];
   if (len == 0) return;
-  const pa::DecodeView view = t.view();
+  const pa::DecodeView view = t.host_view();
   std::vector<double> keys = pa::reference::gather_cache(view, t.key_cache.data());
   std::vector<double> logits(static_cast<std::size_t>(len));
   for (int token = 0; token < len; ++token) {
@@ -248,9 +179,9 @@ void show_worked_example(const Tensors& t, const std::vector<double>& out) {
 
 /// Runs the three computations for one head ratio and prints the table; true when all agree.
 bool run_ratio(const Options& options, int num_kv_heads) {
-  const Tensors t = build(options, num_kv_heads);
+  const pa::Workload t = build(options, num_kv_heads);
   const pa::DecodeProblem& p = t.problem;
-  const pa::DecodeView view = t.view();
+  const pa::DecodeView view = t.host_view();
 
   const std::vector<double> paged = pa::reference::paged_attention(view);
   const std::vector<double> keys = pa::reference::gather_cache(view, t.key_cache.data());
