@@ -1,6 +1,6 @@
 // The oracle of step 00 (steps/00_reference) against closed forms, a hand-worked case, an
-// independent double loop, and itself// (paged against dense). Every kernel is judged by the oracle, so the oracle is judged here by
-// things that need no oracle.
+// independent double loop, and itself (paged against dense). Every kernel is judged by the
+// oracle, so the oracle is judged here by things that need no oracle.
 //
 // The tensors are built here, by hand, with a small helper (not common/workload.h), so these
 // tests stand alone: pages are handed out from a seeded shuffle (scattered block tables), and
