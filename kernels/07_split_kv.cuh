@@ -9,7 +9,8 @@
 /// slice of the context and writes its unnormalised result (max, sum, acc[head_dim]) to the
 /// workspace; merge_splits then combines the splits of each (seq, head) in a fixed order, so
 /// the same input gives the same bits. The split count comes from the device: enough programs
-/// to fill every SM's resident slots about twice, but no split shorter than 256 tokens.
+/// for kRounds rounds of what every SM holds at once (the occupancy calculator's answer), but
+/// no split shorter than 256 tokens.
 /// Splits past a short sequence's end are empty: they write sum 0, which weighs nothing, and
 /// context 0 gives a row of zeros, never NaN.
 ///
