@@ -1,6 +1,9 @@
 // Every kernel step in the emulator (checked memory, race detection on): the adversarial set
 // against the oracle in each storage type, NaN poison invisible, every head dim and page size,
 // knobs that do not change the answer, refusals that name the argument, the empty batch.
+// Covers the kernels of steps/02_pretend_programs, steps/03_naive_decode, steps/04_block_threads,
+// steps/05_warps_and_vectors, steps/06_online_softmax, steps/07_split_kv and steps/08_gqa_sharing
+// (tests/test_gpu_steps.cpp runs the same checks on the GPU).
 #include "tests/step_checks.h"
 
 using pa::Backend;

@@ -47,8 +47,9 @@ __global__ void probe() {}
 std::string compute_reason() {
   int count = 0;  // cudaGetDeviceCount leaves it unset when there is no driver
   const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess)
-    return cat("no CUDA device (cudaGetDeviceCount: ", cudaGetErrorString(status), ")");
+  if (status != cudaSuccess)  // no driver at all reads as "driver version is insufficient"
+    return cat("no usable CUDA device: cudaGetDeviceCount failed (", cudaGetErrorString(status),
+               "): no GPU driver here, or one older than this CUDA runtime");
   if (count == 0) return "no CUDA device (cudaGetDeviceCount found 0)";
   cudaFuncAttributes attributes{};
   const cudaError_t image = cudaFuncGetAttributes(&attributes, probe);
