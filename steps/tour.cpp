@@ -38,8 +38,13 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--no-gpu") {
       run_gpu = false;
+    } else if (flag == "--gpu-status") {  // one line for scripts: the GPU, or why there is none
+      if (pa::cuda_built() && pa::gpu::available()) std::printf("GPU: %s\n", pa::gpu::device_info().name.c_str());
+      else std::printf("GPU: none (%s)\n", pa::gpu::unavailable_reason().c_str());
+      return 0;
     } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: %s [--no-gpu]\nRuns every step in order on the tour workload and prints one table.\n", argv[0]);
+      std::printf("usage: %s [--no-gpu | --gpu-status]\nRuns every step in order on the tour workload and prints one table.\n"
+                  "--gpu-status prints the GPU the GPU path would use, or why there is none.\n", argv[0]);
       return 0;
     } else {
       std::fprintf(stderr, "%s: unknown flag '%s' (see --help)\n", argv[0], flag.c_str());

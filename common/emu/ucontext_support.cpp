@@ -4,6 +4,7 @@
 // ucontext header leaves to the library is defined here.
 #include <boost/context/fiber.hpp>
 
+/// \cond BOOST_INTERNALS  (a definition Boost declares; nothing for the documentation)
 namespace boost::context::detail {
 
 // The record of the context running on this thread. It starts as the thread's own context
@@ -15,3 +16,4 @@ fiber_activation_record*& fiber_activation_record::current() noexcept {
 }
 
 }  // namespace boost::context::detail
+/// \endcond
