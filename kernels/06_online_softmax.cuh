@@ -23,6 +23,42 @@ using step05::RawSlice;
 using step05::Slices;
 using step05::to_floats;
 
+// [group_sums]
+/// Sums HEADS values across the GROUP lanes of a thread group, every lane getting every total.
+/// HEADS separate butterflies would cost HEADS * log2(GROUP) shuffles. Instead, while a lane
+/// carries several values, each step sends half of them to its partner and keeps the other half
+/// (partner's half added in): HEADS-1 shuffles leave each lane one head's partial, a plain
+/// butterfly finishes it, and HEADS shuffles hand each total to every lane. For 4 heads over 16
+/// lanes: 9 shuffles instead of 16. Every lane of the warp must call it.
+template <int GROUP, int HEADS>
+__device__ __forceinline__ void group_sums(float (&values)[HEADS]) {
+  if constexpr (HEADS == 1 || HEADS > GROUP) {
+    PA_UNROLL
+    for (int h = 0; h < HEADS; ++h) values[h] = group_sum<GROUP>(values[h]);
+  } else {
+    const int lane = threadIdx.x % 32;
+    float carried[HEADS];
+    PA_UNROLL
+    for (int h = 0; h < HEADS; ++h) carried[h] = values[h];
+    PA_UNROLL
+    for (int offset = GROUP / 2, count = HEADS; count > 1; offset /= 2, count /= 2) {
+      const bool upper = (lane & offset) != 0;  // keep the upper half of what is carried
+      PA_UNROLL
+      for (int i = 0; i < count / 2; ++i) {
+        const float keep = upper ? carried[i + count / 2] : carried[i];
+        const float send = upper ? carried[i] : carried[i + count / 2];
+        carried[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+      }
+    }
+    float total = carried[0];  // this lane's head: its lane bits at offsets GROUP/2 .. GROUP/HEADS
+    PA_UNROLL
+    for (int offset = GROUP / (2 * HEADS); offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
+    PA_UNROLL
+    for (int h = 0; h < HEADS; ++h) values[h] = __shfl_sync(0xffffffffu, total, h * (GROUP / HEADS), GROUP);
+  }
+}
+// [group_sums]
+
 /// Floats of shared memory online_attend needs per query head for \p groups thread groups.
 __host__ __device__ constexpr int merge_floats(int groups, int head_dim) { return groups * (head_dim + 2); }
 
@@ -75,16 +111,20 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     float k[S::kElems], v[S::kElems];
     to_floats<T, HEAD_DIM>(k_raw, k);
     to_floats<T, HEAD_DIM>(v_raw, v);
+    float dots[HEADS];
     PA_UNROLL
     for (int h = 0; h < HEADS; ++h) {
-      float dot = 0.0f;
+      dots[h] = 0.0f;
       if (valid) {
         PA_UNROLL
-        for (int e = 0; e < S::kElems; ++e) dot += q[h][e] * k[e];
+        for (int e = 0; e < S::kElems; ++e) dots[h] += q[h][e] * k[e];
       }
-      dot = group_sum<S::kGroup>(dot);
+    }
+    group_sums<S::kGroup, HEADS>(dots);
+    PA_UNROLL
+    for (int h = 0; h < HEADS; ++h) {
       if (valid) {
-        const float score = dot * args.scale;
+        const float score = dots[h] * args.scale;
         if (score > running_max[h]) {  // a new max: rescale what was summed under the old one
           const float rescale = expf(running_max[h] - score);
           running_sum[h] *= rescale;
