@@ -44,8 +44,9 @@ inline void check_poison_is_invisible(Backend backend, int step, DType dtype) {
     if (spec.nan_sequence >= 0) continue;  // a NaN inside a context is meant to be read
     const RunOutput poisoned = run_on(backend, step, make_workload(spec));
     spec.poison = false;
-    const RunOutput zeros = run_on(backend, step, make_workload(spec));
-    const CompareResult same = compare_bitwise(make_workload(spec).problem, zeros.out.data(), poisoned.out.data());
+    const Workload zeroed = make_workload(spec);
+    const RunOutput zeros = run_on(backend, step, zeroed);
+    const CompareResult same = compare_bitwise(zeroed.problem, zeros.out.data(), poisoned.out.data());
     INFO("step " << step << " on " << backend_name(backend) << ", workload '" << spec.name << "': " << same.summary());
     REQUIRE(same.ok);
   }

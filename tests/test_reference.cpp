@@ -508,36 +508,30 @@ TEST_CASE("reference: NaN in one sequence's valid K or V reaches only the rows t
   Case c = make_case(shape);
   const std::vector<double> clean = pa::reference::paged_attention(c.view());
   const std::vector<float> clean_plain = pa::reference::plain_float_attention(c.view());
+  // Outputs that differ from the clean run where they should not, or are not NaN where they
+  // should be, in both the oracle and the plain float loop.
+  auto count_wrong = [&](auto affected) {
+    const std::vector<double> out = pa::reference::paged_attention(c.view());
+    const std::vector<float> plain = pa::reference::plain_float_attention(c.view());
+    int wrong = 0;
+    for (int seq = 0; seq < 3; ++seq)
+      for (int head = 0; head < 4; ++head)
+        for (int dim = 0; dim < shape.head_dim; ++dim) {
+          const std::size_t i = c.out_index(seq, head, dim);
+          const bool hit = affected(seq, head, dim);
+          if (hit ? !std::isnan(out[i]) : !bit_identical(out[i], clean[i])) ++wrong;
+          if (hit ? !std::isnan(plain[i]) : plain[i] != clean_plain[i]) ++wrong;
+        }
+    return wrong;
+  };
 
   SECTION("NaN in K of (seq 1, KV head 0, token 2): every channel of seq 1's heads 0 and 1") {
     c.set_key(1, 0, 2, 3, kNaNf);
-    const std::vector<double> out = pa::reference::paged_attention(c.view());
-    const std::vector<float> plain = pa::reference::plain_float_attention(c.view());
-    int wrong = 0;
-    for (int seq = 0; seq < 3; ++seq)
-      for (int head = 0; head < 4; ++head)
-        for (int dim = 0; dim < shape.head_dim; ++dim) {
-          const std::size_t i = c.out_index(seq, head, dim);
-          const bool affected = seq == 1 && head < 2;
-          if (affected ? !std::isnan(out[i]) : !bit_identical(out[i], clean[i])) ++wrong;
-          if (affected ? !std::isnan(plain[i]) : plain[i] != clean_plain[i]) ++wrong;
-        }
-    CHECK(wrong == 0);
+    CHECK(count_wrong([](int seq, int head, int) { return seq == 1 && head < 2; }) == 0);
   }
   SECTION("NaN in V of (seq 2, KV head 1, token 10, dim 5): only channel 5 of seq 2's heads 2 and 3") {
     c.set_value(2, 1, 10, 5, kNaNf);
-    const std::vector<double> out = pa::reference::paged_attention(c.view());
-    const std::vector<float> plain = pa::reference::plain_float_attention(c.view());
-    int wrong = 0;
-    for (int seq = 0; seq < 3; ++seq)
-      for (int head = 0; head < 4; ++head)
-        for (int dim = 0; dim < shape.head_dim; ++dim) {
-          const std::size_t i = c.out_index(seq, head, dim);
-          const bool affected = seq == 2 && head >= 2 && dim == 5;
-          if (affected ? !std::isnan(out[i]) : !bit_identical(out[i], clean[i])) ++wrong;
-          if (affected ? !std::isnan(plain[i]) : plain[i] != clean_plain[i]) ++wrong;
-        }
-    CHECK(wrong == 0);
+    CHECK(count_wrong([](int seq, int head, int dim) { return seq == 2 && head >= 2 && dim == 5; }) == 0);
   }
   SECTION("NaN past the context's end (and in the spare pages) is never read") {
     // make_case already poisons every unused slot with NaN; the clean run is finite.
