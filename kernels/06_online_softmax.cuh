@@ -24,37 +24,51 @@ using step05::Slices;
 using step05::to_floats;
 
 // [group_sums]
-/// Sums HEADS values across the GROUP lanes of a thread group, every lane getting every total.
-/// HEADS separate butterflies would cost HEADS * log2(GROUP) shuffles. Instead, while a lane
+/// One step of group_sums' reduce-scatter and the steps after it: COUNT values still carried,
+/// partner at lane distance OFFSET. A template so every count is a compile-time constant (a
+/// runtime count would leave `carried` in local memory).
+template <int COUNT, int OFFSET, int N>
+__device__ __forceinline__ void reduce_scatter(float (&carried)[N], [[maybe_unused]] int lane) {
+  if constexpr (OFFSET > 0) {
+    if constexpr (COUNT > 1) {  // halve them: keep the upper half where this lane's offset bit is set
+      const bool upper = (lane & OFFSET) != 0;
+      PA_UNROLL
+      for (int i = 0; i < COUNT / 2; ++i) {
+        const float keep = upper ? carried[i + COUNT / 2] : carried[i];
+        const float send = upper ? carried[i] : carried[i + COUNT / 2];
+        carried[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFFSET);
+      }
+      reduce_scatter<COUNT / 2, OFFSET / 2>(carried, lane);
+    } else {  // one partial left (N < GROUP): finish it with plain butterfly steps
+      carried[0] += __shfl_xor_sync(0xffffffffu, carried[0], OFFSET);
+      reduce_scatter<1, OFFSET / 2>(carried, lane);
+    }
+  }
+}
+
+/// Sums each of N values across the GROUP lanes of a thread group, every lane getting every
+/// total. N separate butterflies would cost N * log2(GROUP) shuffles. Instead, while a lane
 /// carries several values, each step sends half of them to its partner and keeps the other half
-/// (partner's half added in): HEADS-1 shuffles leave each lane one head's partial, a plain
-/// butterfly finishes it, and HEADS shuffles hand each total to every lane. For 4 heads over 16
-/// lanes: 9 shuffles instead of 16. Every lane of the warp must call it.
-template <int GROUP, int HEADS>
-__device__ __forceinline__ void group_sums(float (&values)[HEADS]) {
-  if constexpr (HEADS == 1 || HEADS > GROUP) {
+/// (partner's half added in): a reduce-scatter that leaves each lane max(1, N/GROUP) totals
+/// (for N < GROUP a plain butterfly finishes the partial it carries); then one indexed shuffle
+/// per value hands every total to every lane. For 16 values over 16 lanes: 31 shuffles instead
+/// of 64; for 4 over 16: 9 instead of 16. Every lane of the warp must call it.
+template <int GROUP, int N>
+__device__ __forceinline__ void group_sums(float (&values)[N]) {
+  if constexpr (N == 1 || GROUP == 1) {
     PA_UNROLL
-    for (int h = 0; h < HEADS; ++h) values[h] = group_sum<GROUP>(values[h]);
+    for (int i = 0; i < N; ++i) values[i] = group_sum<GROUP>(values[i]);
   } else {
     const int lane = threadIdx.x % 32;
-    float carried[HEADS];
+    float carried[N];
     PA_UNROLL
-    for (int h = 0; h < HEADS; ++h) carried[h] = values[h];
+    for (int i = 0; i < N; ++i) carried[i] = values[i];
+    reduce_scatter<N, GROUP / 2>(carried, lane);
+    // Total j now sits in slot j % kPerLane of lane (j / kPerLane) * kStride of the group.
+    constexpr int kPerLane = N >= GROUP ? N / GROUP : 1;
+    constexpr int kStride = N >= GROUP ? 1 : GROUP / N;
     PA_UNROLL
-    for (int offset = GROUP / 2, count = HEADS; count > 1; offset /= 2, count /= 2) {
-      const bool upper = (lane & offset) != 0;  // keep the upper half of what is carried
-      PA_UNROLL
-      for (int i = 0; i < count / 2; ++i) {
-        const float keep = upper ? carried[i + count / 2] : carried[i];
-        const float send = upper ? carried[i] : carried[i + count / 2];
-        carried[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
-      }
-    }
-    float total = carried[0];  // this lane's head: its lane bits at offsets GROUP/2 .. GROUP/HEADS
-    PA_UNROLL
-    for (int offset = GROUP / (2 * HEADS); offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
-    PA_UNROLL
-    for (int h = 0; h < HEADS; ++h) values[h] = __shfl_sync(0xffffffffu, total, h * (GROUP / HEADS), GROUP);
+    for (int j = 0; j < N; ++j) values[j] = __shfl_sync(0xffffffffu, carried[j % kPerLane], (j / kPerLane) * kStride, GROUP);
   }
 }
 // [group_sums]
@@ -63,14 +77,31 @@ __device__ __forceinline__ void group_sums(float (&values)[HEADS]) {
 __host__ __device__ constexpr int merge_floats(int groups, int head_dim) { return groups * (head_dim + 2); }
 
 // [online]
+/// log2(e). Scores are kept in base-2 units (the query is multiplied by scale * log2(e) once),
+/// so every exponential is one exp2f: the GPU's ex2 instruction, no range reduction.
+inline constexpr float kLog2e = 1.44269504088896340736f;
+
+/// Tokens a thread group loads per iteration: enough that a lane has 32 registers of K and V
+/// loads in flight (four 16-byte slices of K and four of V when a lane holds one vector of a
+/// row), at least one.
+template <class T, int HEAD_DIM>
+__host__ __device__ constexpr int tile_tokens() {
+#if defined(PA_EXPERIMENT_TILE_TOKENS)  // a build for the performance log's sweeps only
+  return PA_EXPERIMENT_TILE_TOKENS;
+#else
+  return std::max(1, 4 / Slices<T, HEAD_DIM>::kPerThread);
+#endif
+}
+
 /// Attends query heads first_q_head .. first_q_head+HEADS-1 (all served by \p kv_head; HEADS is
-/// 1 until step 08) to tokens [begin, end) of \p seq in one pass: thread group g takes tokens
-/// begin+g, begin+g+groups, ... and reads each token's K and V slice once for all HEADS heads.
+/// 1 until step 08) to tokens [begin, end) of \p seq in one pass. Each iteration thread group g
+/// takes TOKENS consecutive tokens, issues all their K and V loads before using any, and reads
+/// each token's slice once for all HEADS heads; the running max is updated once per iteration.
 /// Then the groups' (max, sum, acc) are merged through \p shared (HEADS * merge_floats()
 /// floats) and `emit(h, d, acc, max, sum)` is called once per head h and channel d with the
-/// merged, not yet normalised, values (sum == 0 means no tokens). Ends with a barrier, so
-/// \p shared may be reused at once.
-template <class T, int HEAD_DIM, int HEADS, class Shared, class Emit>
+/// merged, not yet normalised, values: max in base-2 units, sum == 0 when there were no tokens.
+/// Ends with a barrier, so \p shared may be reused at once.
+template <class T, int HEAD_DIM, int HEADS, int TOKENS, class Shared, class Emit>
 __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_head, int kv_head, int begin, int end,
                               Shared shared, Emit emit) {
   using S = Slices<T, HEAD_DIM>;
@@ -78,7 +109,7 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   const int group = threadIdx.x / S::kGroup;
   const int groups = blockDim.x / S::kGroup;
 
-  float q[HEADS][S::kElems];
+  float q[HEADS][S::kElems];  // scaled by scale * log2(e): a dot product is a base-2 score
   float running_max[HEADS];
   float running_sum[HEADS];
   float acc[HEADS][S::kElems];
@@ -86,53 +117,70 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   for (int h = 0; h < HEADS; ++h) {
     load_slice<T, HEAD_DIM>(args.query, (static_cast<std::int64_t>(seq) * args.num_q_heads + first_q_head + h) * HEAD_DIM,
                             rank, q[h]);
+    PA_UNROLL
+    for (int e = 0; e < S::kElems; ++e) q[h][e] *= args.scale * kLog2e;
     running_max[h] = -INFINITY;
     running_sum[h] = 0.0f;
     PA_UNROLL
     for (int e = 0; e < S::kElems; ++e) acc[h][e] = 0.0f;
   }
 
-  // The next token's K and V are loaded before this one's are used: two tokens' loads in
-  // flight per lane instead of one, which a memory-bound loop needs.
-  RawSlice<T, HEAD_DIM> k_next{}, v_next{};
-  auto fetch = [&](int token) {
-    if (token < end) {
-      const std::int64_t row = args.token_offset(seq, kv_head, token);
-      load_raw<T, HEAD_DIM>(args.key_cache, row, rank, k_next);
-      load_raw<T, HEAD_DIM>(args.value_cache, row, rank, v_next);
-    }
-  };
-  fetch(begin + group);
-  for (int base = begin; base < end; base += groups) {  // the same trip count in every lane
-    const int token = base + group;
-    const bool valid = token < end;
-    const RawSlice<T, HEAD_DIM> k_raw = k_next, v_raw = v_next;
-    fetch(token + groups);
-    float k[S::kElems], v[S::kElems];
-    to_floats<T, HEAD_DIM>(k_raw, k);
-    to_floats<T, HEAD_DIM>(v_raw, v);
-    float dots[HEADS];
+  for (int base = begin; base < end; base += groups * TOKENS) {  // the same trip count in every lane
+    // All TOKENS tokens' K and V loads go out before any is used: a memory-bound loop needs
+    // many bytes in flight, and a tile costs registers only while it is being used.
+    RawSlice<T, HEAD_DIM> k_raw[TOKENS], v_raw[TOKENS];
+    bool valid[TOKENS];
     PA_UNROLL
-    for (int h = 0; h < HEADS; ++h) {
-      dots[h] = 0.0f;
-      if (valid) {
-        PA_UNROLL
-        for (int e = 0; e < S::kElems; ++e) dots[h] += q[h][e] * k[e];
+    for (int u = 0; u < TOKENS; ++u) {
+      const int token = base + group * TOKENS + u;
+      valid[u] = token < end;
+      if (valid[u]) {
+        const std::int64_t row = args.token_offset(seq, kv_head, token);
+        load_raw<T, HEAD_DIM>(args.key_cache, row, rank, k_raw[u]);
+        load_raw<T, HEAD_DIM>(args.value_cache, row, rank, v_raw[u]);
+      } else {  // zeros, so the weight-0 product below adds 0, not whatever the registers held
+        k_raw[u] = {};
+        v_raw[u] = {};
       }
     }
-    group_sums<S::kGroup, HEADS>(dots);
+    float scores[TOKENS * HEADS];  // [token][head], this lane's partial dot products
+    PA_UNROLL
+    for (int u = 0; u < TOKENS; ++u) {
+      float k[S::kElems];
+      to_floats<T, HEAD_DIM>(k_raw[u], k);
+      PA_UNROLL
+      for (int h = 0; h < HEADS; ++h) {
+        float dot = 0.0f;
+        if (valid[u]) {
+          PA_UNROLL
+          for (int e = 0; e < S::kElems; ++e) dot += q[h][e] * k[e];
+        }
+        scores[u * HEADS + h] = dot;
+      }
+    }
+    group_sums<S::kGroup, TOKENS * HEADS>(scores);  // every lane now has every full score
     PA_UNROLL
     for (int h = 0; h < HEADS; ++h) {
-      if (valid) {
-        const float score = dots[h] * args.scale;
-        if (score > running_max[h]) {  // a new max: rescale what was summed under the old one
-          const float rescale = expf(running_max[h] - score);
-          running_sum[h] *= rescale;
-          PA_UNROLL
-          for (int e = 0; e < S::kElems; ++e) acc[h][e] *= rescale;
-          running_max[h] = score;
-        }
-        const float p = expf(score - running_max[h]);
+      float tile_max = -INFINITY;
+      PA_UNROLL
+      for (int u = 0; u < TOKENS; ++u)
+        if (valid[u]) tile_max = fmaxf(tile_max, scores[u * HEADS + h]);
+      if (tile_max > running_max[h]) {  // a new max: rescale what was summed under the old one
+        const float rescale = exp2f(running_max[h] - tile_max);
+        running_sum[h] *= rescale;
+        PA_UNROLL
+        for (int e = 0; e < S::kElems; ++e) acc[h][e] *= rescale;
+        running_max[h] = tile_max;
+      }
+    }
+    PA_UNROLL
+    for (int u = 0; u < TOKENS; ++u) {
+      float v[S::kElems];
+      to_floats<T, HEAD_DIM>(v_raw[u], v);
+      PA_UNROLL
+      for (int h = 0; h < HEADS; ++h) {
+        // A NaN score gives a NaN weight (and a NaN row), as the reference does.
+        const float p = valid[u] ? exp2f(scores[u * HEADS + h] - running_max[h]) : 0.0f;
         running_sum[h] += p;
         PA_UNROLL
         for (int e = 0; e < S::kElems; ++e) acc[h][e] += p * v[e];
@@ -162,7 +210,7 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
       float merged_sum = 0.0f, merged_acc = 0.0f;
       for (int g = 0; g < groups; ++g) {
         const float sum = sums[g];
-        const float weight = sum == 0.0f ? 0.0f : expf(maxes[g] - merged_max);  // empty groups weigh 0
+        const float weight = sum == 0.0f ? 0.0f : exp2f(maxes[g] - merged_max);  // empty groups weigh 0
         merged_sum += sum * weight;
         merged_acc += accs[g * HEAD_DIM + d] * weight;
       }
@@ -181,7 +229,7 @@ __global__ void online_decode(DecodeArgs<T> args) {
   const int seq = blockIdx.x;
   const int q_head = blockIdx.y;
   const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
-  online_attend<T, HEAD_DIM, 1>(args, seq, q_head, q_head / args.group_size(), 0, args.context_lens[seq], shared,
+  online_attend<T, HEAD_DIM, 1, tile_tokens<T, HEAD_DIM>()>(args, seq, q_head, q_head / args.group_size(), 0, args.context_lens[seq], shared,
                                 [&](int, int d, float acc, float, float sum) {
                                   // sum == 0: no tokens (context 0), the row is zeros; a NaN sum stays NaN.
                                   args.out[out_row + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);

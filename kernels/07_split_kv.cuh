@@ -47,7 +47,7 @@ __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
   const int begin = std::min(split * partials.partition, context_len);  // empty past the end
   const int end = std::min(begin + partials.partition, context_len);
   const std::int64_t slot = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits + split;
-  online_attend<T, HEAD_DIM, 1>(args, seq, q_head, q_head / args.group_size(), begin, end, shared,
+  online_attend<T, HEAD_DIM, 1, step06::tile_tokens<T, HEAD_DIM>()>(args, seq, q_head, q_head / args.group_size(), begin, end, shared,
                                 [&](int, int d, float acc, float max, float sum) {
                                   partials.accs[slot * HEAD_DIM + d] = acc;
                                   if (d == 0) {
@@ -60,7 +60,7 @@ __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
 
 // [merge]
 /// Program (seq, q_head), kMergeThreads threads: combines the splits. Each split's acc was
-/// summed relative to its own max m_s; scaled by exp(m_s - M) to the overall max M, the sums
+/// summed relative to its own max m_s (base 2); scaled by 2^(m_s - M) to the overall max M, the sums
 /// and accs add up. The threads form `slices` copies of the head_dim channels; slice i takes
 /// splits i, i + slices, ... (so a long context's 128 splits cost each thread 32 loads, not
 /// 128), then slice 0 adds the slices up in a fixed order: the same input gives the same bits.
@@ -83,7 +83,7 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
     float sum = 0.0f, acc = 0.0f;
     for (int s = slice; s < partials.splits; s += slices) {
       const float split_sum = partials.sums[first + s];
-      const float weight = split_sum == 0.0f ? 0.0f : expf(partials.maxes[first + s] - merged_max);  // empty: 0
+      const float weight = split_sum == 0.0f ? 0.0f : exp2f(partials.maxes[first + s] - merged_max);  // empty: 0
       sum += split_sum * weight;
       acc += partials.accs[(first + s) * HEAD_DIM + d] * weight;
     }

@@ -35,7 +35,7 @@ __global__ void gqa_split_decode(DecodeArgs<T> args, Partials partials) {
   const int end = std::min(begin + partials.partition, context_len);
   const int group_size = args.group_size();
   for (int first = kv_head * group_size; first < (kv_head + 1) * group_size; first += HEADS) {
-    online_attend<T, HEAD_DIM, HEADS>(
+    online_attend<T, HEAD_DIM, HEADS, step06::tile_tokens<T, HEAD_DIM>()>(
         args, seq, first, kv_head, begin, end, shared, [&](int h, int d, float acc, float max, float sum) {
           const std::int64_t slot = (static_cast<std::int64_t>(seq) * args.num_q_heads + first + h) * partials.splits + split;
           partials.accs[slot * HEAD_DIM + d] = acc;

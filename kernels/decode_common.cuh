@@ -4,6 +4,7 @@
 /// host-side checks. Each step's own file holds only what that step changes.
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -33,6 +34,7 @@ struct DecodeArgs {
   std::int64_t block_stride;  ///< elements between pages
   std::int64_t head_stride;   ///< elements between kv heads of one page
   std::int64_t token_stride;  ///< elements between slots of one page
+  int block_shift;            ///< log2(block_size) when it is a power of two, else -1
 
   /// Query heads per KV head.
   __device__ __forceinline__ int group_size() const { return num_q_heads / num_kv_heads; }
@@ -42,10 +44,13 @@ struct DecodeArgs {
     return page * block_stride + kv_head * head_stride + slot * token_stride;
   }
   /// Offset of channel 0 of token \p token of sequence \p seq, read through its block table.
+  /// A power-of-two page size (every common one) takes a shift and a mask instead of an integer
+  /// division, which costs about twenty instructions per token on the GPU.
   __device__ __forceinline__ std::int64_t token_offset(int seq, int kv_head, int token) const {
-    const std::int32_t page =
-        block_tables[static_cast<std::int64_t>(seq) * max_blocks_per_seq + token / block_size];
-    return kv_offset(page, kv_head, token % block_size);
+    const int index = block_shift >= 0 ? token >> block_shift : token / block_size;
+    const int slot = block_shift >= 0 ? token & (block_size - 1) : token % block_size;
+    const std::int32_t page = block_tables[static_cast<std::int64_t>(seq) * max_blocks_per_seq + index];
+    return kv_offset(page, kv_head, slot);
   }
 };
 
@@ -71,7 +76,9 @@ DecodeArgs<T> make_args(const DecodeView& view) {
       p.scale,
       p.layout.block_stride,
       p.layout.head_stride,
-      p.layout.token_stride};
+      p.layout.token_stride,
+      std::has_single_bit(static_cast<unsigned>(p.block_size)) ? std::countr_zero(static_cast<unsigned>(p.block_size))
+                                                                 : -1};
   return args;
 }
 
