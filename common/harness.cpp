@@ -416,6 +416,7 @@ workload (default: the debug workload)
   --adversarial        run the whole adversarial set of CORRECTNESS.md instead
 kernel knobs (never change the answer)
   --threads N          threads per program   --splits N   context splits
+  --tile N             tokens a thread group takes per iteration (steps 06-08: 1, 2 or 4)
 output
   --json FILE          write the results as JSON (with the hardware stamp)
   --trace SEQ,HEAD[,Z] print what program (SEQ,HEAD,Z) read in the emulator
@@ -478,6 +479,7 @@ Flags parse_flags(int argc, char** argv) {
       else throw_argument("flags", flag, "hnd or nhd", layout);
     } else if (flag == "--threads") f.options.threads_per_block = parse_int(flag, value());
     else if (flag == "--splits") f.options.num_splits = parse_int(flag, value());
+    else if (flag == "--tile") f.options.tile_tokens = parse_int(flag, value());
     else if (flag == "--adversarial") f.adversarial = true;
     else if (flag == "--no-gpu") f.run_gpu = false;
     else if (flag == "--quiet") f.quiet = true;

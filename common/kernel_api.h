@@ -45,6 +45,7 @@ struct KernelOptions {
   int threads_per_block = 0;  ///< threads of one program
   int num_splits = 0;         ///< programs the context of one (sequence, head) is split across
   int partition_tokens = 0;   ///< tokens one split covers (alternative to num_splits)
+  int tile_tokens = 0;        ///< tokens a thread group takes per iteration (steps 06+; 0: the step's choice)
 };
 
 /// Pointers of one decode call, all on the backend's side (host memory for the emulator,

@@ -81,26 +81,24 @@ __host__ __device__ constexpr int merge_floats(int groups, int head_dim) { retur
 /// so every exponential is one exp2f: the GPU's ex2 instruction, no range reduction.
 inline constexpr float kLog2e = 1.44269504088896340736f;
 
-/// Tokens a thread group loads per iteration: enough that a lane has 32 registers of K and V
-/// loads in flight (four 16-byte slices of K and four of V when a lane holds one vector of a
-/// row), at least one.
+/// The tile sizes (tokens a thread group takes per iteration) the kernels are compiled for.
+#define PA_TILE_TOKENS 1, 2, 4
+
+/// The default tile: two tokens when a lane holds one 16-byte vector of a row (the next tile's
+/// loads then hold 32 registers: two tokens' K and V, twice), else one.
 template <class T, int HEAD_DIM>
-__host__ __device__ constexpr int tile_tokens() {
-#if defined(PA_EXPERIMENT_TILE_TOKENS)  // a build for the performance log's sweeps only
-  return PA_EXPERIMENT_TILE_TOKENS;
-#else
-  return std::max(1, 4 / Slices<T, HEAD_DIM>::kPerThread);
-#endif
+__host__ __device__ constexpr int default_tile_tokens() {
+  return Slices<T, HEAD_DIM>::kPerThread == 1 ? 2 : 1;
 }
 
 /// Attends query heads first_q_head .. first_q_head+HEADS-1 (all served by \p kv_head; HEADS is
 /// 1 until step 08) to tokens [begin, end) of \p seq in one pass. Each iteration thread group g
-/// takes TOKENS consecutive tokens, issues all their K and V loads before using any, and reads
-/// each token's slice once for all HEADS heads; the running max is updated once per iteration.
-/// Then the groups' (max, sum, acc) are merged through \p shared (HEADS * merge_floats()
-/// floats) and `emit(h, d, acc, max, sum)` is called once per head h and channel d with the
-/// merged, not yet normalised, values: max in base-2 units, sum == 0 when there were no tokens.
-/// Ends with a barrier, so \p shared may be reused at once.
+/// takes TOKENS consecutive tokens and reads each token's slice once for all HEADS heads; the
+/// loads of the next iteration's tokens are issued before this one's are used, and the running
+/// max is updated once per iteration. Then the groups' (max, sum, acc) are merged through
+/// \p shared (HEADS * merge_floats() floats) and `emit(h, d, acc, max, sum)` is called once per
+/// head h and channel d with the merged, not yet normalised, values: max in base-2 units,
+/// sum == 0 when there were no tokens. Ends with a barrier, so \p shared may be reused at once.
 template <class T, int HEAD_DIM, int HEADS, int TOKENS, class Shared, class Emit>
 __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_head, int kv_head, int begin, int end,
                               Shared shared, Emit emit) {
@@ -125,24 +123,35 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     for (int e = 0; e < S::kElems; ++e) acc[h][e] = 0.0f;
   }
 
-  for (int base = begin; base < end; base += groups * TOKENS) {  // the same trip count in every lane
-    // All TOKENS tokens' K and V loads go out before any is used: a memory-bound loop needs
-    // many bytes in flight, and a tile costs registers only while it is being used.
+  // The next tile's K and V are loaded before this one's are used: a memory-bound loop needs
+  // loads in flight while it computes. Tokens past `end` are not read; their slices are zeros.
+  const int stride = groups * TOKENS;
+  RawSlice<T, HEAD_DIM> k_next[TOKENS], v_next[TOKENS];
+  auto fetch = [&](int first) {
+    PA_UNROLL
+    for (int u = 0; u < TOKENS; ++u) {
+      const int token = first + group * TOKENS + u;
+      if (token < end) {
+        const std::int64_t row = args.token_offset(seq, kv_head, token);
+        load_raw<T, HEAD_DIM>(args.key_cache, row, rank, k_next[u]);
+        load_raw<T, HEAD_DIM>(args.value_cache, row, rank, v_next[u]);
+      } else {  // zeros, so the weight-0 product below adds 0, not whatever the registers held
+        k_next[u] = {};
+        v_next[u] = {};
+      }
+    }
+  };
+  fetch(begin);
+  for (int base = begin; base < end; base += stride) {  // the same trip count in every lane
     RawSlice<T, HEAD_DIM> k_raw[TOKENS], v_raw[TOKENS];
     bool valid[TOKENS];
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
-      const int token = base + group * TOKENS + u;
-      valid[u] = token < end;
-      if (valid[u]) {
-        const std::int64_t row = args.token_offset(seq, kv_head, token);
-        load_raw<T, HEAD_DIM>(args.key_cache, row, rank, k_raw[u]);
-        load_raw<T, HEAD_DIM>(args.value_cache, row, rank, v_raw[u]);
-      } else {  // zeros, so the weight-0 product below adds 0, not whatever the registers held
-        k_raw[u] = {};
-        v_raw[u] = {};
-      }
+      k_raw[u] = k_next[u];
+      v_raw[u] = v_next[u];
+      valid[u] = base + group * TOKENS + u < end;
     }
+    fetch(base + stride);
     float scores[TOKENS * HEADS];  // [token][head], this lane's partial dot products
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
@@ -223,17 +232,17 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
 
 // [kernel]
 /// Program (seq, q_head): the whole context in one pass.
-template <class T, int HEAD_DIM>
+template <class T, int HEAD_DIM, int TOKENS>
 __global__ void online_decode(DecodeArgs<T> args) {
   PA_DYNAMIC_SHARED(float, shared);
   const int seq = blockIdx.x;
   const int q_head = blockIdx.y;
   const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
-  online_attend<T, HEAD_DIM, 1, tile_tokens<T, HEAD_DIM>()>(args, seq, q_head, q_head / args.group_size(), 0, args.context_lens[seq], shared,
-                                [&](int, int d, float acc, float, float sum) {
-                                  // sum == 0: no tokens (context 0), the row is zeros; a NaN sum stays NaN.
-                                  args.out[out_row + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);
-                                });
+  online_attend<T, HEAD_DIM, 1, TOKENS>(args, seq, q_head, q_head / args.group_size(), 0, args.context_lens[seq], shared,
+                                        [&](int, int d, float acc, float, float sum) {
+                                          // sum == 0: no tokens (context 0), the row is zeros; a NaN sum stays NaN.
+                                          args.out[out_row + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);
+                                        });
 }
 // [kernel]
 
@@ -245,6 +254,21 @@ inline int threads_of(const KernelOptions& options) {
   return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
 }
 
+/// Refuses a tile size that is not compiled (steps 07 and 08 share this check).
+inline void require_tile(const KernelOptions& options, const char* kernel) {
+  const int tile = options.tile_tokens;
+  PA_REQUIRE(tile == 0 || tile == 1 || tile == 2 || tile == 4, kernel, "options.tile_tokens",
+             "0 (choose) or one of 1, 2, 4", tile);
+}
+
+/// Calls `f(std::integral_constant<int, TOKENS>{})` with the tile of \p options for storage
+/// type \p T and head dim \p D: options.tile_tokens, or default_tile_tokens().
+template <class T, int D, class F>
+void dispatch_tile(const KernelOptions& options, F&& f) {
+  const int tile = options.tile_tokens > 0 ? options.tile_tokens : default_tile_tokens<T, D>();
+  dispatch_compiled<PA_TILE_TOKENS>(tile, "options.tile_tokens", f);
+}
+
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
   validate(problem, kName);
   require_head_dim(problem.head_dim, {PA_HEAD_DIMS}, kName);
@@ -252,6 +276,7 @@ inline void check(const DecodeProblem& problem, const KernelOptions& options, co
   const int threads = threads_of(options);
   PA_REQUIRE(threads >= 32 && threads <= 1024 && threads % 32 == 0, kName, "options.threads_per_block",
              "a multiple of 32 in [32, 1024] (whole warps)", threads);
+  require_tile(options, kName);
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) { return 0; }
@@ -267,9 +292,11 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
     using T = decltype(storage);
     dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
       constexpr int D = decltype(head_dim)::value;
-      const int groups = threads / Slices<T, D>::kGroup;
-      launch_kernel(kName, online_decode<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(threads),
-                    merge_floats(groups, D) * sizeof(float), stream, make_args<T>(view));
+      dispatch_tile<T, D>(options, [&](auto tile) {
+        const int groups = threads / Slices<T, D>::kGroup;
+        launch_kernel(kName, online_decode<T, D, decltype(tile)::value>, dim3(p.num_seqs, p.num_q_heads), dim3(threads),
+                      merge_floats(groups, D) * sizeof(float), stream, make_args<T>(view));
+      });
     });
   });
 }

@@ -37,7 +37,7 @@ struct Partials {
 // [split]
 /// Program (seq, q_head, split): step 06's pass over tokens [split*partition, ...), written
 /// unnormalised to the partials.
-template <class T, int HEAD_DIM>
+template <class T, int HEAD_DIM, int TOKENS>
 __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
   const int seq = blockIdx.x;
@@ -47,7 +47,7 @@ __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
   const int begin = std::min(split * partials.partition, context_len);  // empty past the end
   const int end = std::min(begin + partials.partition, context_len);
   const std::int64_t slot = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits + split;
-  online_attend<T, HEAD_DIM, 1, step06::tile_tokens<T, HEAD_DIM>()>(args, seq, q_head, q_head / args.group_size(), begin, end, shared,
+  online_attend<T, HEAD_DIM, 1, TOKENS>(args, seq, q_head, q_head / args.group_size(), begin, end, shared,
                                 [&](int, int d, float acc, float max, float sum) {
                                   partials.accs[slot * HEAD_DIM + d] = acc;
                                   if (d == 0) {
@@ -149,6 +149,7 @@ inline void check_split_kernel(const DecodeProblem& problem, const KernelOptions
   PA_REQUIRE(options.num_splits >= 0 && options.num_splits <= 65535, kernel, "options.num_splits",
              "0 (choose) or 1 to 65535 (the grid's z limit)", options.num_splits);
   PA_REQUIRE(options.partition_tokens >= 0, kernel, "options.partition_tokens", ">= 0", options.partition_tokens);
+  step06::require_tile(options, kernel);
 }
 
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
@@ -181,8 +182,10 @@ inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const
     using T = decltype(storage);
     dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
       constexpr int D = decltype(head_dim)::value;
-      resident = resident_programs_per_sm(split_decode<T, D>, threads,
-                                          merge_floats(threads / Slices<T, D>::kGroup, D) * sizeof(float), device);
+      step06::dispatch_tile<T, D>(options, [&](auto tile) {
+        resident = resident_programs_per_sm(split_decode<T, D, decltype(tile)::value>, threads,
+                                            merge_floats(threads / Slices<T, D>::kGroup, D) * sizeof(float), device);
+      });
     });
   });
   return choose_splits(p, std::int64_t{p.num_seqs} * p.num_q_heads, resident, options, device);
@@ -207,8 +210,11 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
       constexpr int D = decltype(head_dim)::value;
       const DecodeArgs<T> args = make_args<T>(view);
       const int groups = threads / Slices<T, D>::kGroup;
-      launch_kernel("step07_split_decode", split_decode<T, D>, dim3(p.num_seqs, p.num_q_heads, splits), dim3(threads),
-                    merge_floats(groups, D) * sizeof(float), stream, args, partials);
+      step06::dispatch_tile<T, D>(options, [&](auto tile) {
+        launch_kernel("step07_split_decode", split_decode<T, D, decltype(tile)::value>,
+                      dim3(p.num_seqs, p.num_q_heads, splits), dim3(threads), merge_floats(groups, D) * sizeof(float),
+                      stream, args, partials);
+      });
       launch_kernel("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(kMergeThreads), 0,
                     stream, args, partials);
     });

@@ -24,7 +24,7 @@ using step07::Partials;
 
 // [kernel]
 /// Program (seq, kv_head, split): every query head of the KV head's group, HEADS per pass.
-template <class T, int HEAD_DIM, int HEADS>
+template <class T, int HEAD_DIM, int HEADS, int TOKENS>
 __global__ void gqa_split_decode(DecodeArgs<T> args, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
   const int seq = blockIdx.x;
@@ -35,7 +35,7 @@ __global__ void gqa_split_decode(DecodeArgs<T> args, Partials partials) {
   const int end = std::min(begin + partials.partition, context_len);
   const int group_size = args.group_size();
   for (int first = kv_head * group_size; first < (kv_head + 1) * group_size; first += HEADS) {
-    online_attend<T, HEAD_DIM, HEADS, step06::tile_tokens<T, HEAD_DIM>()>(
+    online_attend<T, HEAD_DIM, HEADS, TOKENS>(
         args, seq, first, kv_head, begin, end, shared, [&](int h, int d, float acc, float max, float sum) {
           const std::int64_t slot = (static_cast<std::int64_t>(seq) * args.num_q_heads + first + h) * partials.splits + split;
           partials.accs[slot * HEAD_DIM + d] = acc;
@@ -76,20 +76,24 @@ inline void check(const DecodeProblem& problem, const KernelOptions& options, co
   step07::check_split_kernel(problem, options, kName);
 }
 
-/// Runs `f(kernel)` with the gqa_split_decode instantiation this problem uses (storage type,
-/// head dim, heads per pass); only the head counts its slice size allows are compiled.
+/// Runs `f(kernel, T{}, head_dim, heads)` with the gqa_split_decode instantiation this problem
+/// uses (storage type, head dim, heads per pass, tile of \p options); only the head counts its
+/// slice size allows are compiled.
 template <class F>
-void with_kernel(const DecodeProblem& p, F&& f) {
+void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   dispatch_dtype(p.dtype, [&](auto storage) {
     using T = decltype(storage);
     dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
       constexpr int D = decltype(head_dim)::value;
-      constexpr int kMostHeads = max_heads_for(Slices<T, D>::kElems);
-      const int heads = heads_per_pass(p.group_size(), kMostHeads);
-      if (heads == 1) f(gqa_split_decode<T, D, 1>, T{}, head_dim, 1);
-      if constexpr (kMostHeads >= 2) if (heads == 2) f(gqa_split_decode<T, D, 2>, T{}, head_dim, 2);
-      if constexpr (kMostHeads >= 4) if (heads == 4) f(gqa_split_decode<T, D, 4>, T{}, head_dim, 4);
-      if constexpr (kMostHeads >= 8) if (heads == 8) f(gqa_split_decode<T, D, 8>, T{}, head_dim, 8);
+      step06::dispatch_tile<T, D>(options, [&](auto tile) {
+        constexpr int N = decltype(tile)::value;
+        constexpr int kMostHeads = max_heads_for(Slices<T, D>::kElems);
+        const int heads = heads_per_pass(p.group_size(), kMostHeads);
+        if (heads == 1) f(gqa_split_decode<T, D, 1, N>, T{}, head_dim, 1);
+        if constexpr (kMostHeads >= 2) if (heads == 2) f(gqa_split_decode<T, D, 2, N>, T{}, head_dim, 2);
+        if constexpr (kMostHeads >= 4) if (heads == 4) f(gqa_split_decode<T, D, 4, N>, T{}, head_dim, 4);
+        if constexpr (kMostHeads >= 8) if (heads == 8) f(gqa_split_decode<T, D, 8, N>, T{}, head_dim, 8);
+      });
     });
   });
 }
@@ -104,7 +108,7 @@ std::size_t shared_bytes_of(int threads, int heads) {
 inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
   const int threads = threads_of(options);
   int resident = 1;
-  with_kernel(p, [&](auto kernel, auto storage, auto head_dim, int heads) {
+  with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, int heads) {
     using T = decltype(storage);
     resident = resident_programs_per_sm(kernel, threads, shared_bytes_of<T, decltype(head_dim)::value>(threads, heads), device);
   });
@@ -124,7 +128,7 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   const int threads = threads_of(options);
   const int splits = splits_of(p, options, device);
   const Partials partials = step07::partials_in(view.workspace, p, splits);
-  with_kernel(p, [&](auto kernel, auto storage, auto head_dim, int heads) {
+  with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, int heads) {
     using T = decltype(storage);
     constexpr int D = decltype(head_dim)::value;
     const DecodeArgs<T> args = make_args<T>(view);

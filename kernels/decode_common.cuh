@@ -102,6 +102,14 @@ void dispatch_head_dim(int head_dim, F&& f) {
   if (!found) throw_argument("dispatch_head_dim", "head_dim", "a compiled head dim", std::to_string(head_dim));
 }
 
+/// Calls `f(std::integral_constant<int, V>{})` for the compiled value V equal to \p value of the
+/// knob \p what (a tile size, say); other values throw ArgumentError naming it.
+template <int... Values, class F>
+void dispatch_compiled(int value, const char* what, F&& f) {
+  const bool found = ((value == Values ? (f(std::integral_constant<int, Values>{}), true) : false) || ...);
+  if (!found) throw_argument("dispatch_compiled", what, "a compiled value", std::to_string(value));
+}
+
 /// Rounds \p bytes up to a multiple of 256 (workspace sections start 256-byte aligned).
 constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 

@@ -24,7 +24,7 @@ inline void require_oracle_match(Backend backend, int step, const Workload& work
   const CompareResult result = check_against_oracle(workload, oracle_rows(workload), run.out);
   INFO("step " << step << " on " << backend_name(backend) << ", workload '" << workload.spec.name << "' ("
                << describe(workload.problem) << ", seed " << workload.spec.seed << ", threads "
-               << options.threads_per_block << ", splits " << options.num_splits << "): " << result.summary());
+               << options.threads_per_block << ", splits " << options.num_splits << ", tile " << options.tile_tokens << "): " << result.summary());
   REQUIRE(result.ok);
 }
 
@@ -98,6 +98,11 @@ inline std::vector<KernelOptions> knobs_of(int step) {
     knobs.push_back({64, 5, 0});
     knobs.push_back({0, 0, 100});
   }
+  if (step >= 6)
+    for (int tile : {1, 2, 4}) {
+      knobs.push_back({0, 0, 0, tile});
+      knobs.push_back({64, 0, 0, tile});
+    }
   return knobs;
 }
 
@@ -110,6 +115,13 @@ inline void check_refusals(Backend backend, int step) {
   PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, "head_dim");
   PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, "64, 80, 96, 112, 128, 256");
   PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, entry.name);
+  if (step >= 6) {  // a tile size that is not compiled
+    const Workload good = make_workload(debug_spec());
+    KernelOptions options;
+    options.tile_tokens = 3;
+    PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "options.tile_tokens");
+    PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "one of 1, 2, 4");
+  }
 }
 
 /// An empty batch launches nothing and raises nothing.
