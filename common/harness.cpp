@@ -391,7 +391,7 @@ namespace {
 
 struct Flags {
   WorkloadSpec spec = debug_spec();
-  KernelOptions options;
+  std::vector<KernelOptions> options{KernelOptions{}};  ///< every combination of the knob lists
   bool adversarial = false;
   bool run_gpu = true;
   bool quiet = false;
@@ -414,9 +414,11 @@ workload (default: the debug workload)
   --q-heads N  --kv-heads N  --head-dim N  --page N
   --dtype f32|f16|bf16 --seed N  --layout hnd|nhd
   --adversarial        run the whole adversarial set of CORRECTNESS.md instead
-kernel knobs (never change the answer)
+kernel knobs (never change the answer; a comma-separated list runs every combination on the
+same workload, one table each: a sweep)
   --threads N          threads per program   --splits N   context splits
   --tile N             tokens a thread group takes per iteration (steps 06-08: 1, 2 or 4)
+  --prefetch N         tiles ahead prefetched into L2 (steps 06-08; -1: none)
 output
   --json FILE          write the results as JSON (with the hardware stamp)
   --trace SEQ,HEAD[,Z] print what program (SEQ,HEAD,Z) read in the emulator
@@ -444,6 +446,24 @@ std::vector<int> parse_list(const std::string& flag, const std::string& text) {
   while (std::getline(stream, item, ',')) values.push_back(parse_int(flag, item));
   if (values.empty()) throw_argument("flags", flag, "a comma-separated list of integers", "''");
   return values;
+}
+
+/// Replaces \p options by every option set in it with \p field set to each of \p values.
+void expand(std::vector<KernelOptions>& options, const std::vector<int>& values, int KernelOptions::*field) {
+  std::vector<KernelOptions> expanded;
+  for (const KernelOptions& base : options)
+    for (int value : values) {
+      KernelOptions one = base;
+      one.*field = value;
+      expanded.push_back(one);
+    }
+  options = std::move(expanded);
+}
+
+/// "threads 128, splits 0, tile 2" (0: the kernel's choice).
+std::string describe_knobs(const KernelOptions& o) {
+  return cat("threads ", o.threads_per_block, ", splits ", o.num_splits, ", tile ", o.tile_tokens, ", prefetch ",
+             o.prefetch_tiles);
 }
 
 Flags parse_flags(int argc, char** argv) {
@@ -477,9 +497,10 @@ Flags parse_flags(int argc, char** argv) {
       if (layout == "hnd") f.spec.layout = LayoutKind::hnd;
       else if (layout == "nhd") f.spec.layout = LayoutKind::nhd;
       else throw_argument("flags", flag, "hnd or nhd", layout);
-    } else if (flag == "--threads") f.options.threads_per_block = parse_int(flag, value());
-    else if (flag == "--splits") f.options.num_splits = parse_int(flag, value());
-    else if (flag == "--tile") f.options.tile_tokens = parse_int(flag, value());
+    } else if (flag == "--threads") expand(f.options, parse_list(flag, value()), &KernelOptions::threads_per_block);
+    else if (flag == "--splits") expand(f.options, parse_list(flag, value()), &KernelOptions::num_splits);
+    else if (flag == "--tile") expand(f.options, parse_list(flag, value()), &KernelOptions::tile_tokens);
+    else if (flag == "--prefetch") expand(f.options, parse_list(flag, value()), &KernelOptions::prefetch_tiles);
     else if (flag == "--adversarial") f.adversarial = true;
     else if (flag == "--no-gpu") f.run_gpu = false;
     else if (flag == "--quiet") f.quiet = true;
@@ -551,35 +572,39 @@ int kernel_step_main(int step, int argc, char** argv) {
       if (big) {  // the emulator would take minutes and the full oracle long: GPU, sampled rows
         these.run_emulator = false;
         these.sample = true;
-      } else if (flags.trace) {
-        emu::trace_program(flags.trace_block.x, flags.trace_block.y, flags.trace_block.z);
       }
-      const StepReport report = run_step(step, workload, flags.options, these);
-      all_ok = all_ok && report.ok;
-      if (!flags.quiet || !report.ok) {
-        std::cout << entry.name << " on '" << spec.name << "': " << describe(workload.problem) << '\n';
-        print_step_table({report}, std::cout);
-        const double floor_s = settings.roof_gbps > 0 ? static_cast<double>(report.emulator_bytes) / (settings.roof_gbps * 1e9) : 0;
-        if (floor_s > 0) std::cout << "  predicted floor (emulator bytes / measured roof): " << format_seconds(floor_s) << '\n';
-        std::cout << "  bytes a decode step must move: " << format_bytes(static_cast<double>(workload.bytes_moved()))
-                  << "; the emulator counted " << format_bytes(static_cast<double>(report.emulator_bytes)) << "\n\n";
+      for (const KernelOptions& options : flags.options) {
+        if (!big && flags.trace) emu::trace_program(flags.trace_block.x, flags.trace_block.y, flags.trace_block.z);
+        const StepReport report = run_step(step, workload, options, these);
+        all_ok = all_ok && report.ok;
+        if (!flags.quiet || !report.ok) {
+          std::cout << entry.name << " on '" << spec.name << "': " << describe(workload.problem) << '\n';
+          if (flags.options.size() > 1) std::cout << "knobs: " << describe_knobs(options) << '\n';
+          print_step_table({report}, std::cout);
+          const double floor_s = settings.roof_gbps > 0 ? static_cast<double>(report.emulator_bytes) / (settings.roof_gbps * 1e9) : 0;
+          if (floor_s > 0) std::cout << "  predicted floor (emulator bytes / measured roof): " << format_seconds(floor_s) << '\n';
+          std::cout << "  bytes a decode step must move: " << format_bytes(static_cast<double>(workload.bytes_moved()))
+                    << "; the emulator counted " << format_bytes(static_cast<double>(report.emulator_bytes)) << "\n\n";
+        }
+        if (flags.trace) {
+          if (!flags.quiet) std::cout << "trace of program " << flags.trace_block.x << ',' << flags.trace_block.y << ','
+                                      << flags.trace_block.z << " (sequence " << flags.trace_seq << "):\n"
+                                      << describe_trace(workload, flags.trace_seq) << '\n';
+          emu::clear_trace();
+        }
+        Json row = Json::object();
+        row.set("workload", spec.name).set("problem", describe(workload.problem));
+        row.set("threads_per_block", options.threads_per_block).set("num_splits", options.num_splits);
+        row.set("tile_tokens", options.tile_tokens).set("prefetch_tiles", options.prefetch_tiles);
+        row.set("bytes_moved", workload.bytes_moved()).set("oracle_seconds", report.oracle_seconds);
+        row.set("emulator_status", report.emulator_status).set("emulator_max_abs_error", report.emulator_error);
+        row.set("emulator_seconds", report.emulator_seconds).set("emulator_bytes", report.emulator_bytes);
+        row.set("gpu_status", report.gpu_status).set("gpu_max_abs_error", report.gpu_error);
+        row.set("gpu_vs_emulator", report.gpu_vs_emulator).set("gpu_median_seconds", report.gpu_seconds);
+        row.set("gpu_gbps", report.gpu_gbps).set("roof_gbps", report.roof_gbps).set("ok", report.ok);
+        results.push(std::move(row));
+        reports.push_back(report);
       }
-      if (flags.trace) {
-        if (!flags.quiet) std::cout << "trace of program " << flags.trace_block.x << ',' << flags.trace_block.y << ','
-                                    << flags.trace_block.z << " (sequence " << flags.trace_seq << "):\n"
-                                    << describe_trace(workload, flags.trace_seq) << '\n';
-        emu::clear_trace();
-      }
-      Json row = Json::object();
-      row.set("workload", spec.name).set("problem", describe(workload.problem));
-      row.set("bytes_moved", workload.bytes_moved()).set("oracle_seconds", report.oracle_seconds);
-      row.set("emulator_status", report.emulator_status).set("emulator_max_abs_error", report.emulator_error);
-      row.set("emulator_seconds", report.emulator_seconds).set("emulator_bytes", report.emulator_bytes);
-      row.set("gpu_status", report.gpu_status).set("gpu_max_abs_error", report.gpu_error);
-      row.set("gpu_vs_emulator", report.gpu_vs_emulator).set("gpu_median_seconds", report.gpu_seconds);
-      row.set("gpu_gbps", report.gpu_gbps).set("roof_gbps", report.roof_gbps).set("ok", report.ok);
-      results.push(std::move(row));
-      reports.push_back(report);
     }
     if (flags.adversarial && !flags.quiet) {
       std::cout << "adversarial set: " << specs.size() << " workloads, " << (all_ok ? "all ok" : "FAILURES") << '\n';

@@ -152,6 +152,22 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
       valid[u] = base + group * TOKENS + u < end;
     }
     fetch(base + stride);
+    // Further ahead, only a hint: the tile args.prefetch_tiles iterations on is asked into L2,
+    // which costs no registers; when its loads are issued they wait for L2, not DRAM.
+    if (args.prefetch_tiles > 0) {
+      PA_UNROLL
+      for (int u = 0; u < TOKENS; ++u) {
+        const int token = base + args.prefetch_tiles * stride + group * TOKENS + u;
+        if (token < end) {
+          const std::int64_t row = args.token_offset(seq, kv_head, token);
+          PA_UNROLL
+          for (int j = 0; j < S::kPerThread; ++j) {
+            prefetch_l2(args.key_cache, row + (j * S::kGroup + rank) * S::kVec);
+            prefetch_l2(args.value_cache, row + (j * S::kGroup + rank) * S::kVec);
+          }
+        }
+      }
+    }
     float scores[TOKENS * HEADS];  // [token][head], this lane's partial dot products
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
@@ -254,11 +270,25 @@ inline int threads_of(const KernelOptions& options) {
   return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
 }
 
-/// Refuses a tile size that is not compiled (steps 07 and 08 share this check).
+/// Tiles ahead prefetched into L2 unless options.prefetch_tiles says otherwise.
+inline constexpr int kDefaultPrefetchTiles = 0;
+
+/// Refuses a tile size that is not compiled or a negative prefetch distance other than -1
+/// (steps 07 and 08 share this check).
 inline void require_tile(const KernelOptions& options, const char* kernel) {
   const int tile = options.tile_tokens;
   PA_REQUIRE(tile == 0 || tile == 1 || tile == 2 || tile == 4, kernel, "options.tile_tokens",
              "0 (choose) or one of 1, 2, 4", tile);
+  PA_REQUIRE(options.prefetch_tiles >= -1, kernel, "options.prefetch_tiles", "-1 (none), 0 (choose) or tiles ahead",
+             options.prefetch_tiles);
+}
+
+/// make_args() with the L2 prefetch distance of \p options.
+template <class T>
+DecodeArgs<T> args_of(const DecodeView& view, const KernelOptions& options) {
+  DecodeArgs<T> args = make_args<T>(view);
+  args.prefetch_tiles = options.prefetch_tiles == 0 ? kDefaultPrefetchTiles : std::max(0, options.prefetch_tiles);
+  return args;
 }
 
 /// Calls `f(std::integral_constant<int, TOKENS>{})` with the tile of \p options for storage
@@ -295,7 +325,7 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
       dispatch_tile<T, D>(options, [&](auto tile) {
         const int groups = threads / Slices<T, D>::kGroup;
         launch_kernel(kName, online_decode<T, D, decltype(tile)::value>, dim3(p.num_seqs, p.num_q_heads), dim3(threads),
-                      merge_floats(groups, D) * sizeof(float), stream, make_args<T>(view));
+                      merge_floats(groups, D) * sizeof(float), stream, args_of<T>(view, options));
       });
     });
   });

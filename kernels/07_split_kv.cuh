@@ -208,7 +208,7 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
     using T = decltype(storage);
     dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
       constexpr int D = decltype(head_dim)::value;
-      const DecodeArgs<T> args = make_args<T>(view);
+      const DecodeArgs<T> args = step06::args_of<T>(view, options);
       const int groups = threads / Slices<T, D>::kGroup;
       step06::dispatch_tile<T, D>(options, [&](auto tile) {
         launch_kernel("step07_split_decode", split_decode<T, D, decltype(tile)::value>,

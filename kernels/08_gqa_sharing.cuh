@@ -131,7 +131,7 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, int heads) {
     using T = decltype(storage);
     constexpr int D = decltype(head_dim)::value;
-    const DecodeArgs<T> args = make_args<T>(view);
+    const DecodeArgs<T> args = step06::args_of<T>(view, options);
     launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(threads),
                   shared_bytes_of<T, D>(threads, heads), stream, args, partials);
     launch_kernel("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads),
