@@ -418,7 +418,6 @@ kernel knobs (never change the answer; a comma-separated list runs every combina
 same workload, one table each: a sweep)
   --threads N          threads per program   --splits N   context splits
   --tile N             tokens a thread group takes per iteration (steps 06-08: 1, 2 or 4)
-  --prefetch N         tiles ahead prefetched into L2 (steps 06-08; -1: none)
 output
   --json FILE          write the results as JSON (with the hardware stamp)
   --trace SEQ,HEAD[,Z] print what program (SEQ,HEAD,Z) read in the emulator
@@ -462,8 +461,7 @@ void expand(std::vector<KernelOptions>& options, const std::vector<int>& values,
 
 /// "threads 128, splits 0, tile 2" (0: the kernel's choice).
 std::string describe_knobs(const KernelOptions& o) {
-  return cat("threads ", o.threads_per_block, ", splits ", o.num_splits, ", tile ", o.tile_tokens, ", prefetch ",
-             o.prefetch_tiles);
+  return cat("threads ", o.threads_per_block, ", splits ", o.num_splits, ", tile ", o.tile_tokens);
 }
 
 Flags parse_flags(int argc, char** argv) {
@@ -500,7 +498,6 @@ Flags parse_flags(int argc, char** argv) {
     } else if (flag == "--threads") expand(f.options, parse_list(flag, value()), &KernelOptions::threads_per_block);
     else if (flag == "--splits") expand(f.options, parse_list(flag, value()), &KernelOptions::num_splits);
     else if (flag == "--tile") expand(f.options, parse_list(flag, value()), &KernelOptions::tile_tokens);
-    else if (flag == "--prefetch") expand(f.options, parse_list(flag, value()), &KernelOptions::prefetch_tiles);
     else if (flag == "--adversarial") f.adversarial = true;
     else if (flag == "--no-gpu") f.run_gpu = false;
     else if (flag == "--quiet") f.quiet = true;
@@ -595,7 +592,7 @@ int kernel_step_main(int step, int argc, char** argv) {
         Json row = Json::object();
         row.set("workload", spec.name).set("problem", describe(workload.problem));
         row.set("threads_per_block", options.threads_per_block).set("num_splits", options.num_splits);
-        row.set("tile_tokens", options.tile_tokens).set("prefetch_tiles", options.prefetch_tiles);
+        row.set("tile_tokens", options.tile_tokens);
         row.set("bytes_moved", workload.bytes_moved()).set("oracle_seconds", report.oracle_seconds);
         row.set("emulator_status", report.emulator_status).set("emulator_max_abs_error", report.emulator_error);
         row.set("emulator_seconds", report.emulator_seconds).set("emulator_bytes", report.emulator_bytes);

@@ -46,7 +46,6 @@ struct KernelOptions {
   int num_splits = 0;         ///< programs the context of one (sequence, head) is split across
   int partition_tokens = 0;   ///< tokens one split covers (alternative to num_splits)
   int tile_tokens = 0;        ///< tokens a thread group takes per iteration (steps 06+; 0: the step's choice)
-  int prefetch_tiles = 0;     ///< tiles ahead prefetched into L2 (steps 06+; 0: the step's choice, -1: none)
 };
 
 /// Pointers of one decode call, all on the backend's side (host memory for the emulator,

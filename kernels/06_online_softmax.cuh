@@ -91,6 +91,21 @@ __host__ __device__ constexpr int default_tile_tokens() {
   return Slices<T, HEAD_DIM>::kPerThread == 1 ? 2 : 1;
 }
 
+/// Tiles of K and V in flight per thread (online_attend's asynchronous copies).
+inline constexpr int kStages = 4;
+
+/// Where the copy slots start, in floats: after \p merge floats, rounded up to 16 bytes.
+__host__ __device__ constexpr int staging_offset(int merge) { return (merge + 3) / 4 * 4; }
+
+/// Floats of dynamic shared memory online_attend needs: the merge of HEADS heads, then
+/// kStages tiles of TOKENS tokens' K and V slices for each of \p threads threads.
+template <class T, int HEAD_DIM, int HEADS, int TOKENS>
+__host__ __device__ constexpr std::int64_t attend_floats(int threads) {
+  using S = Slices<T, HEAD_DIM>;
+  return staging_offset(HEADS * merge_floats(threads / S::kGroup, HEAD_DIM)) +
+         std::int64_t{kStages} * TOKENS * 2 * S::kPerThread * threads * 4;
+}
+
 /// Attends query heads first_q_head .. first_q_head+HEADS-1 (all served by \p kv_head; HEADS is
 /// 1 until step 08) to tokens [begin, end) of \p seq in one pass. Each iteration thread group g
 /// takes TOKENS consecutive tokens and reads each token's slice once for all HEADS heads; the
@@ -123,50 +138,54 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     for (int e = 0; e < S::kElems; ++e) acc[h][e] = 0.0f;
   }
 
-  // The next tile's K and V are loaded before this one's are used: a memory-bound loop needs
-  // loads in flight while it computes. Tokens past `end` are not read; their slices are zeros.
+  // K and V travel global -> shared memory by asynchronous copies, kStages tiles deep: while a
+  // thread computes tile t, the copies of tiles t+1 .. t+kStages-1 are in flight, and they hold
+  // no registers. Each lane copies exactly the 16-byte slices it will read back itself, so no
+  // barrier is needed, only its own wait. Slots past the merge region: [stage][token][K,V][j][thread].
+  const int staging = staging_offset(HEADS * merge_floats(groups, HEAD_DIM));
+  auto slot = [&](int stage, int u, int kv, int j) -> std::int64_t {
+    return staging + (static_cast<std::int64_t>(((stage * TOKENS + u) * 2 + kv) * S::kPerThread + j) * blockDim.x +
+                      threadIdx.x) * 4;
+  };
   const int stride = groups * TOKENS;
-  RawSlice<T, HEAD_DIM> k_next[TOKENS], v_next[TOKENS];
-  auto fetch = [&](int first) {
-    PA_UNROLL
-    for (int u = 0; u < TOKENS; ++u) {
-      const int token = first + group * TOKENS + u;
-      if (token < end) {
-        const std::int64_t row = args.token_offset(seq, kv_head, token);
-        load_raw<T, HEAD_DIM>(args.key_cache, row, rank, k_next[u]);
-        load_raw<T, HEAD_DIM>(args.value_cache, row, rank, v_next[u]);
-      } else {  // zeros, so the weight-0 product below adds 0, not whatever the registers held
-        k_next[u] = {};
-        v_next[u] = {};
+  const int tiles = end > begin ? (end - begin + stride - 1) / stride : 0;  // the same in every lane
+  auto issue = [&](int tile) {  // starts tile `tile`'s copies into its stage, as one group
+    if (tile < tiles) {
+      const int stage = tile % kStages;
+      PA_UNROLL
+      for (int u = 0; u < TOKENS; ++u) {
+        const int token = begin + tile * stride + group * TOKENS + u;
+        PA_UNROLL
+        for (int j = 0; j < S::kPerThread; ++j) {
+          if (token < end) {
+            const std::int64_t at = args.token_offset(seq, kv_head, token) + (j * S::kGroup + rank) * S::kVec;
+            copy_async<S::kVec>(shared, slot(stage, u, 0, j), args.key_cache, at);
+            copy_async<S::kVec>(shared, slot(stage, u, 1, j), args.value_cache, at);
+          } else {  // zeros, so the weight-0 product below adds 0, not whatever the slot held
+            zero_async(shared, slot(stage, u, 0, j), args.key_cache);
+            zero_async(shared, slot(stage, u, 1, j), args.key_cache);
+          }
+        }
       }
     }
+    async_commit();  // an empty group past the last tile keeps the count of groups simple
   };
-  fetch(begin);
-  for (int base = begin; base < end; base += stride) {  // the same trip count in every lane
+  PA_UNROLL
+  for (int tile = 0; tile < kStages - 1; ++tile) issue(tile);
+  for (int tile = 0; tile < tiles; ++tile) {
+    issue(tile + kStages - 1);
+    async_wait<kStages - 1>();  // this tile's copies have landed
+    const int stage = tile % kStages;
     RawSlice<T, HEAD_DIM> k_raw[TOKENS], v_raw[TOKENS];
     bool valid[TOKENS];
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
-      k_raw[u] = k_next[u];
-      v_raw[u] = v_next[u];
-      valid[u] = base + group * TOKENS + u < end;
-    }
-    fetch(base + stride);
-    // Further ahead, only a hint: the tile args.prefetch_tiles iterations on is asked into L2,
-    // which costs no registers; when its loads are issued they wait for L2, not DRAM.
-    if (args.prefetch_tiles > 0) {
       PA_UNROLL
-      for (int u = 0; u < TOKENS; ++u) {
-        const int token = base + args.prefetch_tiles * stride + group * TOKENS + u;
-        if (token < end) {
-          const std::int64_t row = args.token_offset(seq, kv_head, token);
-          PA_UNROLL
-          for (int j = 0; j < S::kPerThread; ++j) {
-            prefetch_l2(args.key_cache, row + (j * S::kGroup + rank) * S::kVec);
-            prefetch_l2(args.value_cache, row + (j * S::kGroup + rank) * S::kVec);
-          }
-        }
+      for (int j = 0; j < S::kPerThread; ++j) {
+        k_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(shared, slot(stage, u, 0, j));
+        v_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(shared, slot(stage, u, 1, j));
       }
+      valid[u] = begin + tile * stride + group * TOKENS + u < end;
     }
     float scores[TOKENS * HEADS];  // [token][head], this lane's partial dot products
     PA_UNROLL
@@ -270,25 +289,23 @@ inline int threads_of(const KernelOptions& options) {
   return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
 }
 
-/// Tiles ahead prefetched into L2 unless options.prefetch_tiles says otherwise.
-inline constexpr int kDefaultPrefetchTiles = 0;
-
-/// Refuses a tile size that is not compiled or a negative prefetch distance other than -1
-/// (steps 07 and 08 share this check).
+/// Refuses a tile size that is not compiled (steps 07 and 08 share this check).
 inline void require_tile(const KernelOptions& options, const char* kernel) {
   const int tile = options.tile_tokens;
   PA_REQUIRE(tile == 0 || tile == 1 || tile == 2 || tile == 4, kernel, "options.tile_tokens",
              "0 (choose) or one of 1, 2, 4", tile);
-  PA_REQUIRE(options.prefetch_tiles >= -1, kernel, "options.prefetch_tiles", "-1 (none), 0 (choose) or tiles ahead",
-             options.prefetch_tiles);
 }
 
-/// make_args() with the L2 prefetch distance of \p options.
-template <class T>
-DecodeArgs<T> args_of(const DecodeView& view, const KernelOptions& options) {
-  DecodeArgs<T> args = make_args<T>(view);
-  args.prefetch_tiles = options.prefetch_tiles == 0 ? kDefaultPrefetchTiles : std::max(0, options.prefetch_tiles);
-  return args;
+/// Refuses a program whose shared memory (\p bytes: the merge and the copy slots) exceeds what
+/// a block may use on \p device; threads and tile set it.
+inline void require_shared(std::int64_t bytes, const KernelOptions& options, const DeviceLimits& device,
+                           const char* kernel) {
+  PA_REQUIRE(bytes <= static_cast<std::int64_t>(device.shared_per_block_optin), kernel,
+             "options.threads_per_block and options.tile_tokens",
+             cat("at most ", device.shared_per_block_optin, " bytes of shared memory per program on ", device.name,
+                 " (the copy slots grow with threads x tile)"),
+             cat(bytes, " bytes for ", options.threads_per_block, " threads (0: default) and tile ", options.tile_tokens,
+                 " (0: default)"));
 }
 
 /// Calls `f(std::integral_constant<int, TOKENS>{})` with the tile of \p options for storage
@@ -299,7 +316,7 @@ void dispatch_tile(const KernelOptions& options, F&& f) {
   dispatch_compiled<PA_TILE_TOKENS>(tile, "options.tile_tokens", f);
 }
 
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
+inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
   validate(problem, kName);
   require_head_dim(problem.head_dim, {PA_HEAD_DIMS}, kName);
   step05::require_vector_layout(problem, kName);
@@ -307,6 +324,15 @@ inline void check(const DecodeProblem& problem, const KernelOptions& options, co
   PA_REQUIRE(threads >= 32 && threads <= 1024 && threads % 32 == 0, kName, "options.threads_per_block",
              "a multiple of 32 in [32, 1024] (whole warps)", threads);
   require_tile(options, kName);
+  dispatch_dtype(problem.dtype, [&](auto storage) {
+    using T = decltype(storage);
+    dispatch_head_dim<PA_HEAD_DIMS>(problem.head_dim, [&](auto head_dim) {
+      constexpr int D = decltype(head_dim)::value;
+      dispatch_tile<T, D>(options, [&](auto tile) {
+        require_shared(attend_floats<T, D, 1, decltype(tile)::value>(threads) * 4, options, device, kName);
+      });
+    });
+  });
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) { return 0; }
@@ -323,9 +349,9 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
     dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
       constexpr int D = decltype(head_dim)::value;
       dispatch_tile<T, D>(options, [&](auto tile) {
-        const int groups = threads / Slices<T, D>::kGroup;
-        launch_kernel(kName, online_decode<T, D, decltype(tile)::value>, dim3(p.num_seqs, p.num_q_heads), dim3(threads),
-                      merge_floats(groups, D) * sizeof(float), stream, args_of<T>(view, options));
+        constexpr int N = decltype(tile)::value;
+        launch_kernel(kName, online_decode<T, D, N>, dim3(p.num_seqs, p.num_q_heads), dim3(threads),
+                      attend_floats<T, D, 1, N>(threads) * sizeof(float), stream, make_args<T>(view));
       });
     });
   });

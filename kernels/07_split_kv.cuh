@@ -152,10 +152,6 @@ inline void check_split_kernel(const DecodeProblem& problem, const KernelOptions
   step06::require_tile(options, kernel);
 }
 
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
-  check_split_kernel(problem, options, kName);
-}
-
 /// Bytes of the partials for \p splits splits of \p heads heads per sequence.
 inline std::size_t partials_bytes(const DecodeProblem& p, int splits) {
   const std::size_t slots = static_cast<std::size_t>(p.num_seqs) * p.num_q_heads * splits;
@@ -174,21 +170,37 @@ inline Partials partials_in(void* workspace, const DecodeProblem& p, int splits)
           gspan<float>(accs, n * p.head_dim, "split_accs"), splits, partition_of(p, splits)};
 }
 
-/// The split count of this problem: split_decode's occupancy on \p device, then choose_splits.
-inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+/// Runs `f(kernel, T{}, head_dim, shared_bytes)` with the split_decode instantiation this
+/// problem uses (storage type, head dim, tile of \p options) and its dynamic shared memory.
+template <class F>
+void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   const int threads = threads_of(options);
-  int resident = 1;
   dispatch_dtype(p.dtype, [&](auto storage) {
     using T = decltype(storage);
     dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
       constexpr int D = decltype(head_dim)::value;
       step06::dispatch_tile<T, D>(options, [&](auto tile) {
-        resident = resident_programs_per_sm(split_decode<T, D, decltype(tile)::value>, threads,
-                                            merge_floats(threads / Slices<T, D>::kGroup, D) * sizeof(float), device);
+        constexpr int N = decltype(tile)::value;
+        f(split_decode<T, D, N>, T{}, head_dim, step06::attend_floats<T, D, 1, N>(threads) * std::int64_t{sizeof(float)});
       });
     });
   });
+}
+
+/// The split count of this problem: split_decode's occupancy on \p device, then choose_splits.
+inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  int resident = 1;
+  with_kernel(p, options, [&](auto kernel, auto, auto, std::int64_t shared) {
+    resident = resident_programs_per_sm(kernel, threads_of(options), static_cast<std::size_t>(shared), device);
+  });
   return choose_splits(p, std::int64_t{p.num_seqs} * p.num_q_heads, resident, options, device);
+}
+
+inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
+  check_split_kernel(problem, options, kName);
+  with_kernel(problem, options, [&](auto, auto, auto, std::int64_t shared) {
+    step06::require_shared(shared, options, device, kName);
+  });
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
@@ -204,20 +216,14 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   const int threads = threads_of(options);
   const int splits = splits_of(p, options, device);
   const Partials partials = partials_in(view.workspace, p, splits);
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      const DecodeArgs<T> args = step06::args_of<T>(view, options);
-      const int groups = threads / Slices<T, D>::kGroup;
-      step06::dispatch_tile<T, D>(options, [&](auto tile) {
-        launch_kernel("step07_split_decode", split_decode<T, D, decltype(tile)::value>,
-                      dim3(p.num_seqs, p.num_q_heads, splits), dim3(threads), merge_floats(groups, D) * sizeof(float),
-                      stream, args, partials);
-      });
-      launch_kernel("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(kMergeThreads), 0,
-                    stream, args, partials);
-    });
+    constexpr int D = decltype(head_dim)::value;
+    const DecodeArgs<T> args = make_args<T>(view);
+    launch_kernel("step07_split_decode", kernel, dim3(p.num_seqs, p.num_q_heads, splits), dim3(threads),
+                  static_cast<std::size_t>(shared), stream, args, partials);
+    launch_kernel("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(kMergeThreads), 0,
+                  stream, args, partials);
   });
 }
 

@@ -72,15 +72,13 @@ inline int heads_per_pass(int group_size, int most) {
   return heads;
 }
 
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
-  step07::check_split_kernel(problem, options, kName);
-}
 
-/// Runs `f(kernel, T{}, head_dim, heads)` with the gqa_split_decode instantiation this problem
-/// uses (storage type, head dim, heads per pass, tile of \p options); only the head counts its
-/// slice size allows are compiled.
+/// Runs `f(kernel, T{}, head_dim, shared_bytes)` with the gqa_split_decode instantiation this
+/// problem uses (storage type, head dim, heads per pass, tile of \p options) and its dynamic
+/// shared memory; only the head counts its slice size allows are compiled.
 template <class F>
 void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
+  const int threads = threads_of(options);
   dispatch_dtype(p.dtype, [&](auto storage) {
     using T = decltype(storage);
     dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
@@ -89,30 +87,33 @@ void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
         constexpr int N = decltype(tile)::value;
         constexpr int kMostHeads = max_heads_for(Slices<T, D>::kElems);
         const int heads = heads_per_pass(p.group_size(), kMostHeads);
-        if (heads == 1) f(gqa_split_decode<T, D, 1, N>, T{}, head_dim, 1);
-        if constexpr (kMostHeads >= 2) if (heads == 2) f(gqa_split_decode<T, D, 2, N>, T{}, head_dim, 2);
-        if constexpr (kMostHeads >= 4) if (heads == 4) f(gqa_split_decode<T, D, 4, N>, T{}, head_dim, 4);
-        if constexpr (kMostHeads >= 8) if (heads == 8) f(gqa_split_decode<T, D, 8, N>, T{}, head_dim, 8);
+        auto call = [&](auto kernel, auto heads_constant) {
+          constexpr int H = decltype(heads_constant)::value;
+          f(kernel, T{}, head_dim, step06::attend_floats<T, D, H, N>(threads) * std::int64_t{sizeof(float)});
+        };
+        if (heads == 1) call(gqa_split_decode<T, D, 1, N>, std::integral_constant<int, 1>{});
+        if constexpr (kMostHeads >= 2) if (heads == 2) call(gqa_split_decode<T, D, 2, N>, std::integral_constant<int, 2>{});
+        if constexpr (kMostHeads >= 4) if (heads == 4) call(gqa_split_decode<T, D, 4, N>, std::integral_constant<int, 4>{});
+        if constexpr (kMostHeads >= 8) if (heads == 8) call(gqa_split_decode<T, D, 8, N>, std::integral_constant<int, 8>{});
       });
     });
   });
 }
 
-/// Dynamic shared memory of one program: the group merge of each head of a pass.
-template <class T, int D>
-std::size_t shared_bytes_of(int threads, int heads) {
-  return static_cast<std::size_t>(heads) * merge_floats(threads / Slices<T, D>::kGroup, D) * sizeof(float);
-}
-
 /// The split count: the kernel's occupancy on \p device, counted in (sequence, KV head) pairs.
 inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  const int threads = threads_of(options);
   int resident = 1;
-  with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, int heads) {
-    using T = decltype(storage);
-    resident = resident_programs_per_sm(kernel, threads, shared_bytes_of<T, decltype(head_dim)::value>(threads, heads), device);
+  with_kernel(p, options, [&](auto kernel, auto, auto, std::int64_t shared) {
+    resident = resident_programs_per_sm(kernel, threads_of(options), static_cast<std::size_t>(shared), device);
   });
   return step07::choose_splits(p, std::int64_t{p.num_seqs} * p.num_kv_heads, resident, options, device);
+}
+
+inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
+  step07::check_split_kernel(problem, options, kName);
+  with_kernel(problem, options, [&](auto, auto, auto, std::int64_t shared) {
+    step06::require_shared(shared, options, device, kName);
+  });
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
@@ -128,12 +129,12 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   const int threads = threads_of(options);
   const int splits = splits_of(p, options, device);
   const Partials partials = step07::partials_in(view.workspace, p, splits);
-  with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, int heads) {
+  with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
     using T = decltype(storage);
     constexpr int D = decltype(head_dim)::value;
-    const DecodeArgs<T> args = step06::args_of<T>(view, options);
+    const DecodeArgs<T> args = make_args<T>(view);
     launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(threads),
-                  shared_bytes_of<T, D>(threads, heads), stream, args, partials);
+                  static_cast<std::size_t>(shared), stream, args, partials);
     launch_kernel("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads),
                   dim3(step07::kMergeThreads), 0, stream, args, partials);
   });

@@ -35,7 +35,6 @@ struct DecodeArgs {
   std::int64_t head_stride;   ///< elements between kv heads of one page
   std::int64_t token_stride;  ///< elements between slots of one page
   int block_shift;            ///< log2(block_size) when it is a power of two, else -1
-  int prefetch_tiles;         ///< tiles ahead a kernel prefetches into L2 (0: none); set per step
 
   /// Query heads per KV head.
   __device__ __forceinline__ int group_size() const { return num_q_heads / num_kv_heads; }
@@ -79,8 +78,7 @@ DecodeArgs<T> make_args(const DecodeView& view) {
       p.layout.head_stride,
       p.layout.token_stride,
       std::has_single_bit(static_cast<unsigned>(p.block_size)) ? std::countr_zero(static_cast<unsigned>(p.block_size))
-                                                                 : -1,
-      0};
+                                                                 : -1};
   return args;
 }
 

@@ -24,7 +24,7 @@ inline void require_oracle_match(Backend backend, int step, const Workload& work
   const CompareResult result = check_against_oracle(workload, oracle_rows(workload), run.out);
   INFO("step " << step << " on " << backend_name(backend) << ", workload '" << workload.spec.name << "' ("
                << describe(workload.problem) << ", seed " << workload.spec.seed << ", threads "
-               << options.threads_per_block << ", splits " << options.num_splits << ", tile " << options.tile_tokens << ", prefetch " << options.prefetch_tiles << "): " << result.summary());
+               << options.threads_per_block << ", splits " << options.num_splits << ", tile " << options.tile_tokens << "): " << result.summary());
   REQUIRE(result.ok);
 }
 
@@ -102,7 +102,6 @@ inline std::vector<KernelOptions> knobs_of(int step) {
     for (int tile : {1, 2, 4}) {
       knobs.push_back({0, 0, 0, tile});
       knobs.push_back({64, 0, 0, tile});
-      knobs.push_back({0, 0, 0, tile, 3});  // L2 prefetch 3 tiles ahead
     }
   return knobs;
 }

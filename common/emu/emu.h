@@ -95,9 +95,6 @@ T shuffle(Collective kind, unsigned mask, T value, int param, int width, std::so
 int tensor_id(const char* name);
 /// Bounds check, byte counting and tracing of one global access of \p count elements of
 /// \p elem_size bytes at \p index; \p align_bytes > 1 also checks the address's alignment.
-/// A prefetch of element \p index: bounds-checked like a read (a fault names the tensor), but
-/// it moves nothing the kernel sees, so no traffic is counted.
-void global_prefetch(int tensor, std::int64_t index, std::int64_t extent);
 void global_access(int tensor, const void* base, std::int64_t index, std::int64_t count,
                    std::int64_t extent, std::size_t elem_size, bool write, std::size_t align_bytes);
 
@@ -156,8 +153,6 @@ class GlobalSpan {
     global_access(tensor_, data_, index, count, size_, sizeof(T), true, sizeof(T) * count);
     std::memcpy(const_cast<value_type*>(data_ + index), in, sizeof(T) * count);
   }
-  /// A cache hint for element \p index (see global_prefetch).
-  void prefetch(std::int64_t index) const { global_prefetch(tensor_, index, size_); }
   std::int64_t size() const { return size_; }
   const char* name() const { return name_; }
   T* data() const { return data_; }
