@@ -81,6 +81,7 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
   const int d = threadIdx.x % HEAD_DIM;
   if (slice < slices) {
     float sum = 0.0f, acc = 0.0f;
+    PA_UNROLL_BY(4)  // four splits' loads in flight, not one after another
     for (int s = slice; s < partials.splits; s += slices) {
       const float split_sum = partials.sums[first + s];
       const float weight = split_sum == 0.0f ? 0.0f : exp2f(partials.maxes[first + s] - merged_max);  // empty: 0

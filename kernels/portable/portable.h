@@ -15,7 +15,8 @@
 ///  - vector loads use `load_vec<N>(span, index)` (one 16-byte load under nvcc; a checked,
 ///    alignment-verified load in the emulator).
 ///
-/// `PA_UNROLL` stands for `#pragma unroll` (nvcc's; g++ would warn on it).
+/// `PA_UNROLL` stands for `#pragma unroll` and `PA_UNROLL_BY(n)` for `#pragma unroll n` (nvcc's;
+/// g++ would warn on them).
 ///
 /// Each target compiles the kernels into its own namespace, `pa::PA_KERNELS`
 /// (`pa::kernels_cuda` or `pa::kernels_emu`), so both builds of one kernel live in one program.
@@ -41,6 +42,8 @@
 
 #define PA_KERNELS kernels_cuda
 #define PA_UNROLL _Pragma("unroll")
+#define PA_UNROLL_BY(n) _Pragma(PA_STRINGIFY(unroll n))
+#define PA_STRINGIFY(x) #x
 #define PA_SHARED(T, name, count) __shared__ T name[count]
 #define PA_DYNAMIC_SHARED(T, name)                                      \
   extern __shared__ __align__(16) unsigned char pa_dynamic_shared_[]; \
@@ -85,6 +88,7 @@ __device__ __forceinline__ T from_float(float x) {
 
 #define PA_KERNELS kernels_emu
 #define PA_UNROLL
+#define PA_UNROLL_BY(n)
 #define __global__ inline
 #define __device__
 #define __host__
@@ -303,6 +307,15 @@ int resident_programs_per_sm(void (*kernel)(Params...), int threads, std::size_t
                              const DeviceLimits& device) {
 #if defined(__CUDACC__)
   (void)device;
+  // Past 48 KiB a kernel must opt in (launch_kernel does it at launch); until it has, CUDA
+  // counts it as not fitting, which would change the answer between the first call and later ones.
+  if (shared_bytes > 48 * 1024) {
+    const cudaError_t raised = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(shared_bytes));
+    if (raised != cudaSuccess)
+      throw CudaError(cat("cannot raise dynamic shared memory to ", shared_bytes, " bytes: ", cudaGetErrorString(raised)));
+  }
   int blocks = 0;
   const cudaError_t status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       &blocks, reinterpret_cast<const void*>(kernel), threads, shared_bytes);
