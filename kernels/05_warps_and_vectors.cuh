@@ -21,16 +21,16 @@ namespace pa::PA_KERNELS::step05 {
 
 // [slices]
 /// How a thread group splits one head_dim row into 16-byte vectors. A row has kVectors
-/// vectors; the group has kGroup lanes (the largest power of two up to 32 dividing kVectors),
-/// and lane r holds vectors r, r + kGroup, ... : kPerThread of them, kElems elements.
-template <class T, int HEAD_DIM>
+/// vectors; the group has kGroup lanes (the largest power of two up to MAX_GROUP dividing
+/// kVectors), and lane r holds vectors r, r + kGroup, ... : kPerThread of them, kElems elements.
+template <class T, int HEAD_DIM, int MAX_GROUP = 32>
 struct Slices {
   static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
   static_assert(HEAD_DIM % kVec == 0, "a row must be whole 16-byte vectors");
   static constexpr int kVectors = HEAD_DIM / kVec;
   static constexpr int kGroup = [] {
     int g = 1;
-    while (g < 32 && kVectors % (2 * g) == 0) g *= 2;
+    while (g < MAX_GROUP && kVectors % (2 * g) == 0) g *= 2;
     return g;
   }();
   static constexpr int kPerThread = kVectors / kGroup;
@@ -40,24 +40,25 @@ struct Slices {
 };
 
 /// A lane's slice as loaded: kPerThread raw 16-byte vectors, converted to float when used.
-template <class T, int HEAD_DIM>
+template <class T, int HEAD_DIM, int MAX_GROUP = 32>
 struct RawSlice {
-  Vec<T, Slices<T, HEAD_DIM>::kVec> vectors[Slices<T, HEAD_DIM>::kPerThread];
+  Vec<T, Slices<T, HEAD_DIM, MAX_GROUP>::kVec> vectors[Slices<T, HEAD_DIM, MAX_GROUP>::kPerThread];
 };
 
 /// Issues lane \p rank's kPerThread 16-byte loads of the row at \p row.
-template <class T, int HEAD_DIM>
+template <class T, int HEAD_DIM, int MAX_GROUP = 32>
 __device__ __forceinline__ void load_raw(const gspan<const T>& tensor, std::int64_t row, int rank,
-                                         RawSlice<T, HEAD_DIM>& out) {
-  using S = Slices<T, HEAD_DIM>;
+                                         RawSlice<T, HEAD_DIM, MAX_GROUP>& out) {
+  using S = Slices<T, HEAD_DIM, MAX_GROUP>;
   PA_UNROLL
   for (int j = 0; j < S::kPerThread; ++j) out.vectors[j] = load_vec<S::kVec>(tensor, row + (j * S::kGroup + rank) * S::kVec);
 }
 
 /// Converts a loaded slice to floats (fp32 math whatever the storage).
-template <class T, int HEAD_DIM>
-__device__ __forceinline__ void to_floats(const RawSlice<T, HEAD_DIM>& slice, float (&out)[Slices<T, HEAD_DIM>::kElems]) {
-  using S = Slices<T, HEAD_DIM>;
+template <class T, int HEAD_DIM, int MAX_GROUP = 32>
+__device__ __forceinline__ void to_floats(const RawSlice<T, HEAD_DIM, MAX_GROUP>& slice,
+                                          float (&out)[Slices<T, HEAD_DIM, MAX_GROUP>::kElems]) {
+  using S = Slices<T, HEAD_DIM, MAX_GROUP>;
   PA_UNROLL
   for (int j = 0; j < S::kPerThread; ++j) {
     PA_UNROLL
@@ -66,12 +67,12 @@ __device__ __forceinline__ void to_floats(const RawSlice<T, HEAD_DIM>& slice, fl
 }
 
 /// Loads lane \p rank's slice of the row at \p row as floats (kPerThread 16-byte loads).
-template <class T, int HEAD_DIM>
+template <class T, int HEAD_DIM, int MAX_GROUP = 32>
 __device__ __forceinline__ void load_slice(const gspan<const T>& tensor, std::int64_t row, int rank,
-                                           float (&out)[Slices<T, HEAD_DIM>::kElems]) {
-  RawSlice<T, HEAD_DIM> raw;
-  load_raw<T, HEAD_DIM>(tensor, row, rank, raw);
-  to_floats<T, HEAD_DIM>(raw, out);
+                                           float (&out)[Slices<T, HEAD_DIM, MAX_GROUP>::kElems]) {
+  RawSlice<T, HEAD_DIM, MAX_GROUP> raw;
+  load_raw<T, HEAD_DIM, MAX_GROUP>(tensor, row, rank, raw);
+  to_floats<T, HEAD_DIM, MAX_GROUP>(raw, out);
 }
 // [slices]
 

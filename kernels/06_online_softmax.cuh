@@ -84,12 +84,22 @@ inline constexpr float kLog2e = 1.44269504088896340736f;
 /// The tile sizes (tokens a thread group takes per iteration) the kernels are compiled for.
 #define PA_TILE_TOKENS 1, 2, 4
 
-/// The default tile: two tokens when a lane holds one 16-byte vector of a row (the next tile's
-/// loads then hold 32 registers: two tokens' K and V, twice), else one.
+/// The default tile: one token per thread group per iteration (measured fastest on the H200
+/// once the copies run several tiles ahead; larger tiles cost registers and shared memory).
 template <class T, int HEAD_DIM>
 __host__ __device__ constexpr int default_tile_tokens() {
-  return Slices<T, HEAD_DIM>::kPerThread == 1 ? 2 : 1;
+  return 1;
 }
+
+/// The widest thread group online_attend uses for HEADS heads a pass. With one head, 8 lanes a
+/// token (two 16-byte vectors a lane at bf16 and head dim 128): a token's fixed costs (address,
+/// shuffles, exponential) are shared by more channels a lane, and the queries and accumulators
+/// still take few registers. With several heads the registers run out first, so up to 32 lanes.
+__host__ __device__ constexpr int attend_group_cap(int heads) { return heads == 1 ? 8 : 32; }
+
+/// The slices online_attend uses for HEADS heads a pass.
+template <class T, int HEAD_DIM, int HEADS>
+using AttendSlices = Slices<T, HEAD_DIM, attend_group_cap(HEADS)>;
 
 /// Tiles of K and V in flight per thread (online_attend's asynchronous copies).
 inline constexpr int kStages = 4;
@@ -101,7 +111,7 @@ __host__ __device__ constexpr int staging_offset(int merge) { return (merge + 3)
 /// kStages tiles of TOKENS tokens' K and V slices for each of \p threads threads.
 template <class T, int HEAD_DIM, int HEADS, int TOKENS>
 __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
-  using S = Slices<T, HEAD_DIM>;
+  using S = AttendSlices<T, HEAD_DIM, HEADS>;
   return staging_offset(HEADS * merge_floats(threads / S::kGroup, HEAD_DIM)) +
          std::int64_t{kStages} * TOKENS * 2 * S::kPerThread * threads * 4;
 }
@@ -117,7 +127,8 @@ __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
 template <class T, int HEAD_DIM, int HEADS, int TOKENS, class Shared, class Emit>
 __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_head, int kv_head, int begin, int end,
                               Shared shared, Emit emit) {
-  using S = Slices<T, HEAD_DIM>;
+  using S = AttendSlices<T, HEAD_DIM, HEADS>;
+  constexpr int kCap = attend_group_cap(HEADS);
   const int rank = threadIdx.x % S::kGroup;
   const int group = threadIdx.x / S::kGroup;
   const int groups = blockDim.x / S::kGroup;
@@ -128,7 +139,7 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   float acc[HEADS][S::kElems];
   PA_UNROLL
   for (int h = 0; h < HEADS; ++h) {
-    load_slice<T, HEAD_DIM>(args.query, (static_cast<std::int64_t>(seq) * args.num_q_heads + first_q_head + h) * HEAD_DIM,
+    load_slice<T, HEAD_DIM, kCap>(args.query, (static_cast<std::int64_t>(seq) * args.num_q_heads + first_q_head + h) * HEAD_DIM,
                             rank, q[h]);
     PA_UNROLL
     for (int e = 0; e < S::kElems; ++e) q[h][e] *= args.scale * kLog2e;
@@ -176,7 +187,7 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     issue(tile + kStages - 1);
     async_wait<kStages - 1>();  // this tile's copies have landed
     const int stage = tile % kStages;
-    RawSlice<T, HEAD_DIM> k_raw[TOKENS], v_raw[TOKENS];
+    RawSlice<T, HEAD_DIM, kCap> k_raw[TOKENS], v_raw[TOKENS];
     bool valid[TOKENS];
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
@@ -191,7 +202,7 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
       float k[S::kElems];
-      to_floats<T, HEAD_DIM>(k_raw[u], k);
+      to_floats<T, HEAD_DIM, kCap>(k_raw[u], k);
       PA_UNROLL
       for (int h = 0; h < HEADS; ++h) {
         float dot = 0.0f;
@@ -220,7 +231,7 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
       float v[S::kElems];
-      to_floats<T, HEAD_DIM>(v_raw[u], v);
+      to_floats<T, HEAD_DIM, kCap>(v_raw[u], v);
       PA_UNROLL
       for (int h = 0; h < HEADS; ++h) {
         // A NaN score gives a NaN weight (and a NaN row), as the reference does.
