@@ -153,10 +153,13 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   // thread computes tile t, the copies of tiles t+1 .. t+kStages-1 are in flight, and they hold
   // no registers. Each lane copies exactly the 16-byte slices it will read back itself, so no
   // barrier is needed, only its own wait. Slots past the merge region: [stage][token][K,V][j][thread].
-  const int staging = staging_offset(HEADS * merge_floats(groups, HEAD_DIM));
-  auto slot = [&](int stage, int u, int kv, int j) -> std::int64_t {
-    return staging + (static_cast<std::int64_t>(((stage * TOKENS + u) * 2 + kv) * S::kPerThread + j) * blockDim.x +
-                      threadIdx.x) * 4;
+  // This thread's slot k of stage s is at floats mine + s * stage_floats + k * lane_floats
+  // (32-bit offsets: shared memory is small, and 64-bit index math costs twice the instructions).
+  const int lane_floats = static_cast<int>(blockDim.x) * 4;  // one 16-byte slot of every thread
+  const int stage_floats = TOKENS * 2 * S::kPerThread * lane_floats;
+  const int mine = staging_offset(HEADS * merge_floats(groups, HEAD_DIM)) + static_cast<int>(threadIdx.x) * 4;
+  auto slot = [&](int stage, int u, int kv, int j) {
+    return mine + stage * stage_floats + ((u * 2 + kv) * S::kPerThread + j) * lane_floats;
   };
   const int stride = groups * TOKENS;
   const int tiles = end > begin ? (end - begin + stride - 1) / stride : 0;  // the same in every lane
@@ -166,13 +169,16 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
       PA_UNROLL
       for (int u = 0; u < TOKENS; ++u) {
         const int token = begin + tile * stride + group * TOKENS + u;
-        PA_UNROLL
-        for (int j = 0; j < S::kPerThread; ++j) {
-          if (token < end) {
-            const std::int64_t at = args.token_offset(seq, kv_head, token) + (j * S::kGroup + rank) * S::kVec;
-            copy_async<S::kVec>(shared, slot(stage, u, 0, j), args.key_cache, at);
-            copy_async<S::kVec>(shared, slot(stage, u, 1, j), args.value_cache, at);
-          } else {  // zeros, so the weight-0 product below adds 0, not whatever the slot held
+        if (token < end) {
+          const std::int64_t row = args.token_offset(seq, kv_head, token) + rank * S::kVec;
+          PA_UNROLL
+          for (int j = 0; j < S::kPerThread; ++j) {
+            copy_async<S::kVec>(shared, slot(stage, u, 0, j), args.key_cache, row + j * S::kGroup * S::kVec);
+            copy_async<S::kVec>(shared, slot(stage, u, 1, j), args.value_cache, row + j * S::kGroup * S::kVec);
+          }
+        } else {  // zeros, so the weight-0 product below adds 0, not whatever the slot held
+          PA_UNROLL
+          for (int j = 0; j < S::kPerThread; ++j) {
             zero_async(shared, slot(stage, u, 0, j), args.key_cache);
             zero_async(shared, slot(stage, u, 1, j), args.key_cache);
           }

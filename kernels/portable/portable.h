@@ -209,7 +209,7 @@ __device__ __forceinline__ void store_vec(const gspan<T>& span, std::int64_t ind
 
 /// Starts copying elements [index, index+N) of \p src (16 bytes) to floats [at, at+4) of \p dst.
 template <int N, class T, class Shared>
-__device__ __forceinline__ void copy_async(Shared dst, std::int64_t at, const gspan<T>& src, std::int64_t index) {
+__device__ __forceinline__ void copy_async(Shared dst, int at, const gspan<T>& src, std::int64_t index) {
   static_assert(N * sizeof(T) == 16, "asynchronous copies move 16 bytes");
 #if defined(__CUDACC__)
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(dst + at));
@@ -225,7 +225,7 @@ __device__ __forceinline__ void copy_async(Shared dst, std::int64_t at, const gs
 
 /// Starts filling floats [at, at+4) of \p dst with zero bytes (a copy that reads nothing).
 template <class T, class Shared>
-__device__ __forceinline__ void zero_async(Shared dst, std::int64_t at, const gspan<T>& any) {
+__device__ __forceinline__ void zero_async(Shared dst, int at, const gspan<T>& any) {
 #if defined(__CUDACC__)
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(dst + at));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, 0;\n" ::"r"(address), "l"(any.ptr) : "memory");
@@ -252,7 +252,7 @@ __device__ __forceinline__ void async_wait() {
 
 /// Reads floats [at, at+4) of shared memory as N elements of T (one 16-byte shared load).
 template <class T, int N, class Shared>
-__device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, std::int64_t at) {
+__device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at) {
   static_assert(N * sizeof(T) == 16, "16-byte shared loads");
 #if defined(__CUDACC__)
   return *reinterpret_cast<const Vec<T, N>*>(src + at);
