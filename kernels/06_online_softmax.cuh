@@ -91,29 +91,38 @@ __host__ __device__ constexpr int default_tile_tokens() {
   return 1;
 }
 
-/// The widest thread group online_attend uses for HEADS heads a pass. With one head, 8 lanes a
-/// token (two 16-byte vectors a lane at bf16 and head dim 128): a token's fixed costs (address,
-/// shuffles, exponential) are shared by more channels a lane, and the queries and accumulators
-/// still take few registers. With several heads the registers run out first, so up to 32 lanes.
-__host__ __device__ constexpr int attend_group_cap(int heads) { return heads == 1 ? 8 : 32; }
+/// The widest thread group online_attend uses for HEADS heads a pass. With one head: the
+/// narrowest group (at least 4 lanes) whose lanes hold at most 32 elements of a row, so a
+/// token's fixed costs (its address, the shuffles, the exponential) are shared by as many
+/// channels a lane as the registers allow: 4 lanes of 32 channels at bf16 and head dim 128.
+/// With several heads the registers for queries and accumulators run out first: up to 32.
+template <class T, int HEAD_DIM, int HEADS, int CAP = 32>
+__host__ __device__ constexpr int attend_group_cap() {
+  if constexpr (HEADS == 1 && CAP > 4 && Slices<T, HEAD_DIM, CAP / 2>::kElems <= 32)
+    return attend_group_cap<T, HEAD_DIM, HEADS, CAP / 2>();
+  else
+    return CAP;
+}
 
 /// The slices online_attend uses for HEADS heads a pass.
 template <class T, int HEAD_DIM, int HEADS>
-using AttendSlices = Slices<T, HEAD_DIM, attend_group_cap(HEADS)>;
+using AttendSlices = Slices<T, HEAD_DIM, attend_group_cap<T, HEAD_DIM, HEADS>()>;
 
-/// Tiles of K and V in flight per thread (online_attend's asynchronous copies).
-inline constexpr int kStages = 4;
+/// Tiles a thread's copy slots hold (online_attend's asynchronous copies), for \p vectors
+/// 16-byte vectors of K (and as many of V) a tile: four when a tile is one or two vectors a
+/// lane, else three (still two tiles, 256 bytes or more a thread, in flight).
+__host__ __device__ constexpr int stages_for(int vectors) { return vectors <= 2 ? 4 : 3; }
 
 /// Where the copy slots start, in floats: after \p merge floats, rounded up to 16 bytes.
 __host__ __device__ constexpr int staging_offset(int merge) { return (merge + 3) / 4 * 4; }
 
-/// Floats of dynamic shared memory online_attend needs: the merge of HEADS heads, then
-/// kStages tiles of TOKENS tokens' K and V slices for each of \p threads threads.
+/// Floats of dynamic shared memory online_attend needs: the merge of HEADS heads, then the
+/// stages_for() tiles of TOKENS tokens' K and V slices for each of \p threads threads.
 template <class T, int HEAD_DIM, int HEADS, int TOKENS>
 __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
   using S = AttendSlices<T, HEAD_DIM, HEADS>;
   return staging_offset(HEADS * merge_floats(threads / S::kGroup, HEAD_DIM)) +
-         std::int64_t{kStages} * TOKENS * 2 * S::kPerThread * threads * 4;
+         std::int64_t{stages_for(TOKENS * S::kPerThread)} * TOKENS * 2 * S::kPerThread * threads * 4;
 }
 
 /// Attends query heads first_q_head .. first_q_head+HEADS-1 (all served by \p kv_head; HEADS is
@@ -128,7 +137,8 @@ template <class T, int HEAD_DIM, int HEADS, int TOKENS, class Shared, class Emit
 __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_head, int kv_head, int begin, int end,
                               Shared shared, Emit emit) {
   using S = AttendSlices<T, HEAD_DIM, HEADS>;
-  constexpr int kCap = attend_group_cap(HEADS);
+  constexpr int kCap = attend_group_cap<T, HEAD_DIM, HEADS>();
+  constexpr int kStages = stages_for(TOKENS * S::kPerThread);
   const int rank = threadIdx.x % S::kGroup;
   const int group = threadIdx.x / S::kGroup;
   const int groups = blockDim.x / S::kGroup;

@@ -112,9 +112,13 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   pa::DecodeProblem short_ctx = long_single;
   short_ctx.max_context_len = 300;
   CHECK(emu_kernels::step07::choose_splits(short_ctx, 32, 8, {}, h200) == 2);  // no split under 256 tokens
-  // The emulator's occupancy is the bound from threads and shared memory.
+  // The emulator's occupancy is the bound from threads (16 programs of 128) and shared memory
+  // (the merge and the copy slots of a 128-thread program).
+  const auto shared = static_cast<std::size_t>(emu_kernels::step06::attend_floats<emu_kernels::bf16, 128, 1, 1>(128) * 4);
+  const int resident = static_cast<int>(std::min<std::size_t>(16, h200.shared_per_sm / shared));
+  CHECK(resident < 16);  // the copy slots, not the threads, bound it at bf16 and head dim 128
   CHECK(emu_kernels::step07::splits_of(long_single, {}, h200) ==
-        emu_kernels::step07::choose_splits(long_single, 32, 16, {}, h200));
+        emu_kernels::step07::choose_splits(long_single, 32, resident, {}, h200));
 
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.context_lens = {0, 1, 5, 0};
