@@ -87,6 +87,7 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   state.counters["bytes"] = bytes;
   state.counters["runs"] = kRuns;
   state.counters["max_abs_error"] = result.max_abs_error;
+  if (entry.describe != nullptr) state.SetLabel(entry.describe(c.host.problem, options, limits));
   if (!result.ok) state.SkipWithError(cat("output check after timing failed: ", result.first_failure).c_str());
 }
 

@@ -459,6 +459,21 @@ void expand(std::vector<KernelOptions>& options, const std::vector<int>& values,
   options = std::move(expanded);
 }
 
+/// "  launch on <device>: ..." lines of a step that describes its launch: the pretend H200 the
+/// emulator runs as, and the GPU when there is one. Nothing for a refused problem.
+void print_launch(int step, const DecodeProblem& problem, const KernelOptions& options, bool gpu_here,
+                  std::ostream& out) {
+  const KernelEntry& entry = kernel(step, Backend::emulator);
+  if (entry.describe == nullptr) return;
+  try {
+    out << "  launch in the emulator: " << entry.describe(problem, options, DeviceLimits::pretend_h200()) << '\n';
+    if (gpu_here)
+      out << "  launch on the GPU: "
+          << kernel(step, Backend::cuda).describe(problem, options, gpu::device_info().limits) << '\n';
+  } catch (const ArgumentError&) {
+  }
+}
+
 /// "threads 128, splits 0, tile 2" (0: the kernel's choice).
 std::string describe_knobs(const KernelOptions& o) {
   return cat("threads ", o.threads_per_block, ", splits ", o.num_splits, ", tile ", o.tile_tokens);
@@ -581,7 +596,9 @@ int kernel_step_main(int step, int argc, char** argv) {
           const double floor_s = settings.roof_gbps > 0 ? static_cast<double>(report.emulator_bytes) / (settings.roof_gbps * 1e9) : 0;
           if (floor_s > 0) std::cout << "  predicted floor (emulator bytes / measured roof): " << format_seconds(floor_s) << '\n';
           std::cout << "  bytes a decode step must move: " << format_bytes(static_cast<double>(workload.bytes_moved()))
-                    << "; the emulator counted " << format_bytes(static_cast<double>(report.emulator_bytes)) << "\n\n";
+                    << "; the emulator counted " << format_bytes(static_cast<double>(report.emulator_bytes)) << '\n';
+          print_launch(step, workload.problem, options, gpu_here, std::cout);
+          std::cout << '\n';
         }
         if (flags.trace) {
           if (!flags.quiet) std::cout << "trace of program " << flags.trace_block.x << ',' << flags.trace_block.y << ','

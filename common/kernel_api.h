@@ -79,6 +79,10 @@ struct KernelEntry {
                                  const DeviceLimits&) = nullptr;
   /// Runs the decode step. For CUDA, \p stream is a cudaStream_t and the call is asynchronous.
   void (*launch)(const DecodeView&, const KernelOptions&, const DeviceLimits&, void* stream) = nullptr;
+  /// How the kernel launches this problem on \p device, in one line (grid, threads, shared
+  /// memory, and for the split steps the split count), computed by the same code the launch
+  /// uses. nullptr where a step has nothing beyond its grid to say.
+  std::string (*describe)(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) = nullptr;
 };
 
 }  // namespace pa

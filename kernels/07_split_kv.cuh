@@ -228,6 +228,28 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   });
 }
 
-inline KernelEntry entry() { return {7, kName, kBackend, &check, &workspace_bytes, &launch}; }
+/// The split kernel's launch on \p device: grid, threads, shared memory, programs an SM, splits.
+/// \p pairs: the (sequence, head) pairs of the grid's first two axes; \p with: with_kernel.
+template <class With>
+std::string describe_split_launch(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device,
+                                  int heads_axis, With&& with) {
+  int resident = 1;
+  std::int64_t shared = 0;
+  with(p, options, [&](auto kernel, auto, auto, std::int64_t bytes) {
+    shared = bytes;
+    resident = resident_programs_per_sm(kernel, threads_of(options), static_cast<std::size_t>(bytes), device);
+  });
+  const int splits = choose_splits(p, std::int64_t{p.num_seqs} * heads_axis, resident, options, device);
+  return cat("grid ", p.num_seqs, " x ", heads_axis, " x ", splits, " programs of ", threads_of(options), " threads, ",
+             shared, " B shared memory, ", resident, " programs an SM on ", device.name, "; ", splits, " splits of ",
+             partition_of(p, splits), " tokens");
+}
+
+inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return describe_split_launch(p, options, device, p.num_q_heads,
+                               [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step07::with_kernel(q, o, f); });
+}
+
+inline KernelEntry entry() { return {7, kName, kBackend, &check, &workspace_bytes, &launch, &describe}; }
 
 }  // namespace pa::PA_KERNELS::step07

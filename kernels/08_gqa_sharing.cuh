@@ -140,6 +140,12 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   });
 }
 
-inline KernelEntry entry() { return {8, kName, kBackend, &check, &workspace_bytes, &launch}; }
+inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return step07::describe_split_launch(
+      p, options, device, p.num_kv_heads,
+      [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step08::with_kernel(q, o, f); });
+}
+
+inline KernelEntry entry() { return {8, kName, kBackend, &check, &workspace_bytes, &launch, &describe}; }
 
 }  // namespace pa::PA_KERNELS::step08
