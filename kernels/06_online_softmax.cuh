@@ -92,13 +92,15 @@ __host__ __device__ constexpr int default_tile_tokens() {
 }
 
 /// The widest thread group online_attend uses for HEADS heads a pass. With one head: the
-/// narrowest group (at least 4 lanes) whose lanes hold at most 32 elements of a row, so a
-/// token's fixed costs (its address, the shuffles, the exponential) are shared by as many
-/// channels a lane as the registers allow: 4 lanes of 32 channels at bf16 and head dim 128.
-/// With several heads the registers for queries and accumulators run out first: up to 32.
+/// narrowest group (at least 4 lanes) whose lanes hold at most 16 elements of a row, so a
+/// token's fixed costs (its address, the shuffles, the exponential) are shared by more channels
+/// a lane than step 05's groups give: 8 lanes of 16 channels at bf16 and head dim 128. Narrower
+/// still (4 lanes of 32) measured slower on the H200: the registers and copy slots it needs
+/// leave 3 programs an SM. With several heads the registers for queries and accumulators run
+/// out first: up to 32 lanes.
 template <class T, int HEAD_DIM, int HEADS, int CAP = 32>
 __host__ __device__ constexpr int attend_group_cap() {
-  if constexpr (HEADS == 1 && CAP > 4 && Slices<T, HEAD_DIM, CAP / 2>::kElems <= 32)
+  if constexpr (HEADS == 1 && CAP > 4 && Slices<T, HEAD_DIM, CAP / 2>::kElems <= 16)
     return attend_group_cap<T, HEAD_DIM, HEADS, CAP / 2>();
   else
     return CAP;
