@@ -130,8 +130,8 @@ __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
 /// Attends query heads first_q_head .. first_q_head+HEADS-1 (all served by \p kv_head; HEADS is
 /// 1 until step 08) to tokens [begin, end) of \p seq in one pass. Each iteration thread group g
 /// takes TOKENS consecutive tokens and reads each token's slice once for all HEADS heads; the
-/// loads of the next iteration's tokens are issued before this one's are used, and the running
-/// max is updated once per iteration. Then the groups' (max, sum, acc) are merged through
+/// copies of the next tiles (kStages - 1 of them) are in flight while one is used, and the
+/// running max is updated once per iteration. Then the groups' (max, sum, acc) are merged through
 /// \p shared (HEADS * merge_floats() floats) and `emit(h, d, acc, max, sum)` is called once per
 /// head h and channel d with the merged, not yet normalised, values: max in base-2 units,
 /// sum == 0 when there were no tokens. Ends with a barrier, so \p shared may be reused at once.
