@@ -119,6 +119,20 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   CHECK(resident < 16);  // the copy slots, not the threads, bound it at bf16 and head dim 128
   CHECK(emu_kernels::step07::splits_of(long_single, {}, h200) ==
         emu_kernels::step07::choose_splits(long_single, 32, resident, {}, h200));
+  // The launch line the programs print and the benchmarks record says the same.
+  for (int step : {7, 8}) {
+    const pa::KernelEntry& entry = pa::kernel(step, Backend::emulator);
+    REQUIRE(entry.describe != nullptr);
+    const int splits = step == 7 ? emu_kernels::step07::splits_of(long_single, {}, h200)
+                                 : emu_kernels::step08::splits_of(long_single, {}, h200);
+    const std::string line = entry.describe(long_single, {}, h200);
+    INFO(line);
+    CHECK(line.find(std::to_string(splits) + " splits of " +
+                    std::to_string(emu_kernels::step07::partition_of(long_single, splits)) + " tokens") !=
+          std::string::npos);
+    CHECK(line.find(std::string("grid 1 x ") + (step == 7 ? "32" : "8") + " x " + std::to_string(splits)) !=
+          std::string::npos);
+  }
 
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.context_lens = {0, 1, 5, 0};
