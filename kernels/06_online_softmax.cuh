@@ -345,6 +345,30 @@ void dispatch_tile(const KernelOptions& options, F&& f) {
   dispatch_compiled<PA_TILE_TOKENS>(tile, "options.tile_tokens", f);
 }
 
+/// Calls `f(T{}, head_dim, tile)` with the storage type, head dim and tile (integral constants)
+/// that \p p and \p options select: the dispatch of every kernel built on online_attend.
+template <class F>
+void dispatch_attend(const DecodeProblem& p, const KernelOptions& options, F&& f) {
+  dispatch_dtype(p.dtype, [&](auto storage) {
+    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
+      dispatch_tile<decltype(storage), decltype(head_dim)::value>(options, [&](auto tile) { f(storage, head_dim, tile); });
+    });
+  });
+}
+
+/// Runs `f(kernel, T{}, head_dim, shared_bytes)` with the online_decode instantiation this
+/// problem uses and its dynamic shared memory.
+template <class F>
+void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
+  const int threads = threads_of(options);
+  dispatch_attend(p, options, [&](auto storage, auto head_dim, auto tile) {
+    using T = decltype(storage);
+    constexpr int D = decltype(head_dim)::value;
+    constexpr int N = decltype(tile)::value;
+    f(online_decode<T, D, N>, storage, head_dim, attend_floats<T, D, 1, N>(threads) * std::int64_t{sizeof(float)});
+  });
+}
+
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
   validate(problem, kName);
   require_head_dim(problem.head_dim, {PA_HEAD_DIMS}, kName);
@@ -353,15 +377,7 @@ inline void check(const DecodeProblem& problem, const KernelOptions& options, co
   PA_REQUIRE(threads >= 32 && threads <= 1024 && threads % 32 == 0, kName, "options.threads_per_block",
              "a multiple of 32 in [32, 1024] (whole warps)", threads);
   require_tile(options, kName);
-  dispatch_dtype(problem.dtype, [&](auto storage) {
-    using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(problem.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      dispatch_tile<T, D>(options, [&](auto tile) {
-        require_shared(attend_floats<T, D, 1, decltype(tile)::value>(threads) * 4, options, device, kName);
-      });
-    });
-  });
+  with_kernel(problem, options, [&](auto, auto, auto, std::int64_t shared) { require_shared(shared, options, device, kName); });
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) { return 0; }
@@ -372,17 +388,10 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
   validate_view(view, 0, kName);
   if (p.num_seqs == 0) return;
   step05::require_aligned(view, kName);
-  const int threads = threads_of(options);
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  with_kernel(p, options, [&](auto kernel, auto storage, auto, std::int64_t shared) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      dispatch_tile<T, D>(options, [&](auto tile) {
-        constexpr int N = decltype(tile)::value;
-        launch_kernel(kName, online_decode<T, D, N>, dim3(p.num_seqs, p.num_q_heads), dim3(threads),
-                      attend_floats<T, D, 1, N>(threads) * sizeof(float), stream, make_args<T>(view));
-      });
-    });
+    launch_kernel(kName, kernel, dim3(p.num_seqs, p.num_q_heads), dim3(threads_of(options)),
+                  static_cast<std::size_t>(shared), stream, make_args<T>(view));
   });
 }
 

@@ -176,15 +176,11 @@ inline Partials partials_in(void* workspace, const DecodeProblem& p, int splits)
 template <class F>
 void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   const int threads = threads_of(options);
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  step06::dispatch_attend(p, options, [&](auto storage, auto head_dim, auto tile) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      step06::dispatch_tile<T, D>(options, [&](auto tile) {
-        constexpr int N = decltype(tile)::value;
-        f(split_decode<T, D, N>, T{}, head_dim, step06::attend_floats<T, D, 1, N>(threads) * std::int64_t{sizeof(float)});
-      });
-    });
+    constexpr int D = decltype(head_dim)::value;
+    constexpr int N = decltype(tile)::value;
+    f(split_decode<T, D, N>, storage, head_dim, step06::attend_floats<T, D, 1, N>(threads) * std::int64_t{sizeof(float)});
   });
 }
 

@@ -79,24 +79,20 @@ inline int heads_per_pass(int group_size, int most) {
 template <class F>
 void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   const int threads = threads_of(options);
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  step06::dispatch_attend(p, options, [&](auto storage, auto head_dim, auto tile) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      step06::dispatch_tile<T, D>(options, [&](auto tile) {
-        constexpr int N = decltype(tile)::value;
-        constexpr int kMostHeads = max_heads_for(Slices<T, D>::kElems);
-        const int heads = heads_per_pass(p.group_size(), kMostHeads);
-        auto call = [&](auto kernel, auto heads_constant) {
-          constexpr int H = decltype(heads_constant)::value;
-          f(kernel, T{}, head_dim, step06::attend_floats<T, D, H, N>(threads) * std::int64_t{sizeof(float)});
-        };
-        if (heads == 1) call(gqa_split_decode<T, D, 1, N>, std::integral_constant<int, 1>{});
-        if constexpr (kMostHeads >= 2) if (heads == 2) call(gqa_split_decode<T, D, 2, N>, std::integral_constant<int, 2>{});
-        if constexpr (kMostHeads >= 4) if (heads == 4) call(gqa_split_decode<T, D, 4, N>, std::integral_constant<int, 4>{});
-        if constexpr (kMostHeads >= 8) if (heads == 8) call(gqa_split_decode<T, D, 8, N>, std::integral_constant<int, 8>{});
-      });
-    });
+    constexpr int D = decltype(head_dim)::value;
+    constexpr int N = decltype(tile)::value;
+    constexpr int kMostHeads = max_heads_for(Slices<T, D>::kElems);
+    const int heads = heads_per_pass(p.group_size(), kMostHeads);
+    auto call = [&](auto kernel, auto heads_constant) {
+      constexpr int H = decltype(heads_constant)::value;
+      f(kernel, storage, head_dim, step06::attend_floats<T, D, H, N>(threads) * std::int64_t{sizeof(float)});
+    };
+    if (heads == 1) call(gqa_split_decode<T, D, 1, N>, std::integral_constant<int, 1>{});
+    if constexpr (kMostHeads >= 2) if (heads == 2) call(gqa_split_decode<T, D, 2, N>, std::integral_constant<int, 2>{});
+    if constexpr (kMostHeads >= 4) if (heads == 4) call(gqa_split_decode<T, D, 4, N>, std::integral_constant<int, 4>{});
+    if constexpr (kMostHeads >= 8) if (heads == 8) call(gqa_split_decode<T, D, 8, N>, std::integral_constant<int, 8>{});
   });
 }
 
