@@ -89,6 +89,7 @@ struct Runtime {
   Program* program = nullptr;
   Thread* current = nullptr;
   std::exception_ptr error;
+  bool aborting = false;  ///< a fault ended the program: suspended threads unwind, unstarted ones skip
   StackPool stacks;
   Limits limits;
   std::vector<std::string> tensor_names;
@@ -125,10 +126,14 @@ Program& program() {
   return *rt.program;
 }
 
+/// Thrown into a suspended thread when a fault has ended its program (see abort_program).
+struct ProgramAborted {};
+
 /// Suspends the running thread and returns to the scheduler.
 void yield_to_scheduler() {
   Thread& self = *rt.current;
   self.scheduler = std::move(self.scheduler).resume();
+  if (rt.aborting) throw ProgramAborted{};
 }
 
 std::string lanes_str(const std::vector<int>& lanes) {
@@ -294,6 +299,23 @@ bool resolve_barrier(Program& prog) {
   return true;
 }
 
+/// Ends every fiber of a program a fault stopped, each on its own: an unstarted thread skips
+/// its body, a suspended one unwinds from its yield (ProgramAborted). Destroying suspended
+/// fibers instead would unwind them with Boost's forced_unwind, which the ucontext back end of
+/// the sanitizer builds did not survive: the next launch resumed into a stale context.
+void abort_program(Program& prog) {
+  rt.aborting = true;
+  for (Thread& t : prog.threads) {
+    if (t.fiber && t.state != ThreadState::exited) {
+      rt.current = &t;
+      t.fiber = std::move(t.fiber).resume();
+    }
+  }
+  rt.aborting = false;
+  rt.current = nullptr;
+  prog.threads.clear();
+}
+
 void run_program(Program& prog, const std::function<void()>& body) {
   const LaunchShape& shape = *prog.shape;
   const int num_threads = static_cast<int>(shape.block.volume());
@@ -314,8 +336,9 @@ void run_program(Program& prog, const std::function<void()>& body) {
     t.fiber = bctx::fiber(std::allocator_arg, PooledStack{&rt.stacks},
                           [&t, &body](bctx::fiber&& scheduler) {
                             t.scheduler = std::move(scheduler);
-                            try {
+                            if (!rt.aborting) try {  // an aborted program's unstarted threads skip the body
                               body();
+                            } catch (const ProgramAborted&) {
                             } catch (const bctx::detail::forced_unwind&) {
                               throw;
                             } catch (...) {
@@ -393,7 +416,7 @@ void launch(const LaunchShape& shape, const std::function<void()>& thread_body) 
         if (!error) error = rt.error;
         rt.error = nullptr;
         if (error) {
-          prog.threads.clear();
+          abort_program(prog);
           rt.program = nullptr;
           rt.current = nullptr;
           std::rethrow_exception(error);
