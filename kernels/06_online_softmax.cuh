@@ -86,10 +86,7 @@ inline constexpr float kLog2e = 1.44269504088896340736f;
 
 /// The default tile: one token per thread group per iteration (measured fastest on the H200
 /// once the copies run several tiles ahead; larger tiles cost registers and shared memory).
-template <class T, int HEAD_DIM>
-__host__ __device__ constexpr int default_tile_tokens() {
-  return 1;
-}
+inline constexpr int kDefaultTileTokens = 1;
 
 /// The widest thread group online_attend uses for HEADS heads a pass. With one head: the
 /// narrowest group (at least 4 lanes) whose lanes hold at most 16 elements of a row, so a
@@ -337,11 +334,11 @@ inline void require_shared(std::int64_t bytes, const KernelOptions& options, con
                  " (0: default)"));
 }
 
-/// Calls `f(std::integral_constant<int, TOKENS>{})` with the tile of \p options for storage
-/// type \p T and head dim \p D: options.tile_tokens, or default_tile_tokens().
-template <class T, int D, class F>
+/// Calls `f(std::integral_constant<int, TOKENS>{})` with the tile of \p options:
+/// options.tile_tokens, or kDefaultTileTokens.
+template <class F>
 void dispatch_tile(const KernelOptions& options, F&& f) {
-  const int tile = options.tile_tokens > 0 ? options.tile_tokens : default_tile_tokens<T, D>();
+  const int tile = options.tile_tokens > 0 ? options.tile_tokens : kDefaultTileTokens;
   dispatch_compiled<PA_TILE_TOKENS>(tile, "options.tile_tokens", f);
 }
 
@@ -351,7 +348,7 @@ template <class F>
 void dispatch_attend(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   dispatch_dtype(p.dtype, [&](auto storage) {
     dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      dispatch_tile<decltype(storage), decltype(head_dim)::value>(options, [&](auto tile) { f(storage, head_dim, tile); });
+      dispatch_tile(options, [&](auto tile) { f(storage, head_dim, tile); });
     });
   });
 }
