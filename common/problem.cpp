@@ -87,6 +87,8 @@ void validate(const DecodeProblem& p, std::string_view function) {
   const std::int64_t page_span = l.offset(0, p.num_kv_heads - 1, p.block_size - 1, p.head_dim - 1) + 1;
   PA_REQUIRE(l.block_stride >= page_span, function, "layout.block_stride",
              cat(">= one page's span = ", page_span), l.block_stride);
+  PA_REQUIRE(l.block_stride <= INT32_MAX, function, "layout.block_stride",
+             "< 2^31 elements (the kernels compute offsets inside a page in 32 bits)", l.block_stride);
 }
 
 void validate_tables(const DecodeProblem& p, std::span<const std::int32_t> block_tables,

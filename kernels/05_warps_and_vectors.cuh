@@ -60,10 +60,7 @@ __device__ __forceinline__ void to_floats(const RawSlice<T, HEAD_DIM, MAX_GROUP>
                                           float (&out)[Slices<T, HEAD_DIM, MAX_GROUP>::kElems]) {
   using S = Slices<T, HEAD_DIM, MAX_GROUP>;
   PA_UNROLL
-  for (int j = 0; j < S::kPerThread; ++j) {
-    PA_UNROLL
-    for (int e = 0; e < S::kVec; ++e) out[j * S::kVec + e] = to_float(slice.vectors[j].v[e]);
-  }
+  for (int j = 0; j < S::kPerThread; ++j) vec_to_floats(slice.vectors[j], out + j * S::kVec);
 }
 
 /// Loads lane \p rank's slice of the row at \p row as floats (kPerThread 16-byte loads).

@@ -78,7 +78,7 @@ __host__ __device__ constexpr int merge_floats(int groups, int head_dim) { retur
 
 // [online]
 /// log2(e). Scores are kept in base-2 units (the query is multiplied by scale * log2(e) once),
-/// so every exponential is one exp2f: the GPU's ex2 instruction, no range reduction.
+/// so every exponential of the loop is one fast_exp2: the GPU's ex2 instruction, no range reduction.
 inline constexpr float kLog2e = 1.44269504088896340736f;
 
 /// The tile sizes (tokens a thread group takes per iteration) the kernels are compiled for.
@@ -236,7 +236,7 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
       for (int u = 0; u < TOKENS; ++u)
         if (valid[u]) tile_max = fmaxf(tile_max, scores[u * HEADS + h]);
       if (tile_max > running_max[h]) {  // a new max: rescale what was summed under the old one
-        const float rescale = exp2f(running_max[h] - tile_max);
+        const float rescale = fast_exp2(running_max[h] - tile_max);
         running_sum[h] *= rescale;
         PA_UNROLL
         for (int e = 0; e < S::kElems; ++e) acc[h][e] *= rescale;
@@ -250,7 +250,7 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
       PA_UNROLL
       for (int h = 0; h < HEADS; ++h) {
         // A NaN score gives a NaN weight (and a NaN row), as the reference does.
-        const float p = valid[u] ? exp2f(scores[u * HEADS + h] - running_max[h]) : 0.0f;
+        const float p = valid[u] ? fast_exp2(scores[u * HEADS + h] - running_max[h]) : 0.0f;
         running_sum[h] += p;
         PA_UNROLL
         for (int e = 0; e < S::kElems; ++e) acc[h][e] += p * v[e];

@@ -38,10 +38,16 @@ struct DecodeArgs {
 
   /// Query heads per KV head.
   __device__ __forceinline__ int group_size() const { return num_q_heads / num_kv_heads; }
-  /// Offset of channel 0 of the token at \p slot of \p page for \p kv_head (64-bit: pools over
-  /// 2^31 elements are ordinary).
+  /// Offset of channel 0 of the token at \p slot of \p page for \p kv_head. The page's start
+  /// needs 64 bits (pools over 2^31 elements are ordinary); an offset inside a page fits in 32
+  /// (validate() keeps a page under 2^31 elements), so the sum is one wide multiply-add instead
+  /// of three 64-bit products.
   __device__ __forceinline__ std::int64_t kv_offset(std::int32_t page, int kv_head, int slot) const {
-    return page * block_stride + kv_head * head_stride + slot * token_stride;
+    const auto within = static_cast<std::uint32_t>(kv_head * static_cast<int>(head_stride) +
+                                                   slot * static_cast<int>(token_stride));
+    return static_cast<std::int64_t>(std::uint64_t{static_cast<std::uint32_t>(page)} *
+                                         static_cast<std::uint32_t>(block_stride) +
+                                     within);
   }
   /// Offset of channel 0 of token \p token of sequence \p seq, read through its block table.
   /// A power-of-two page size (every common one) takes a shift and a mask instead of an integer

@@ -475,3 +475,25 @@ TEST_CASE("emulator traces what one program read", "[emulator]") {
   CHECK(lo == 512);
   CHECK(hi == 767);
 }
+
+TEST_CASE("portable: fast_exp2 flushes subnormal results as the GPU's ex2.approx.ftz does", "[emulator]") {
+  CHECK(fast_exp2(0.0f) == 1.0f);
+  CHECK(fast_exp2(-1.0f) == 0.5f);
+  CHECK(fast_exp2(3.0f) == 8.0f);
+  CHECK(fast_exp2(-126.0f) == std::ldexp(1.0f, -126));  // the smallest normal float stays
+  CHECK(fast_exp2(-127.0f) == 0.0f);                    // subnormal: flushed
+  CHECK(fast_exp2(-INFINITY) == 0.0f);
+  CHECK(std::isnan(fast_exp2(NAN)));
+}
+
+TEST_CASE("portable: vec_to_floats converts every element exactly", "[emulator]") {
+  Vec<bf16, 8> raw;
+  const float values[8] = {1.0f, -2.5f, 3.0e-3f, 65280.0f, -0.0f, INFINITY, 1.0e-40f, 7.0f};
+  for (int e = 0; e < 8; ++e) raw.v[e] = pa::float_to_bf16(values[e]);
+  float out[8];
+  vec_to_floats(raw, out);
+  for (int e = 0; e < 8; ++e) {
+    INFO("element " << e);
+    CHECK(pa::float_bits(out[e]) == pa::float_bits(pa::bf16_to_float(raw.v[e])));
+  }
+}

@@ -261,6 +261,13 @@ TEST_CASE("problem: validate() names the function and the argument of every rule
     PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "layout.block_stride");
     PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "= 64");
   }
+  SECTION("layout.block_stride of 2^31 elements or more") {
+    p.layout.block_stride = std::int64_t{1} << 31;
+    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "layout.block_stride");
+    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "2147483648");
+    p.layout.block_stride = INT32_MAX;  // the largest page the kernels address
+    CHECK_NOTHROW(pa::validate(p, kFunction));
+  }
   SECTION("a layout left at its default (all strides 0)") {
     p.layout = pa::CacheLayout{};
     PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "layout.");

@@ -169,6 +169,44 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
+/// Converts a vector of T to floats. A bf16 is the top half of a float, so on the GPU each
+/// 32-bit word of two bf16 becomes two floats with one shift and one mask; converting element by
+/// element costs three instructions a pair (extract, then shift). The emulator converts element
+/// by element: the same bits.
+template <class T, int N>
+__device__ __forceinline__ void vec_to_floats(const Vec<T, N>& in, float* out) {
+#if defined(__CUDACC__)
+  if constexpr (std::is_same_v<T, bf16>) {
+    unsigned words[N / 2];
+    memcpy(words, in.v, sizeof(words));
+    PA_UNROLL
+    for (int i = 0; i < N / 2; ++i) {
+      out[2 * i] = __uint_as_float(words[i] << 16);
+      out[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+    }
+  } else
+#endif
+  {
+    PA_UNROLL
+    for (int e = 0; e < N; ++e) out[e] = to_float(in.v[e]);
+  }
+}
+
+/// 2^x for softmax weights: on the GPU one `ex2.approx.ftz` (about 2 ulp; a result below 2^-126
+/// flushes to zero). exp2f adds a range check and two multiplies to keep subnormal results,
+/// which cannot change a softmax: the running sum holds the max's own weight, 1. The emulator
+/// computes std::exp2 and flushes subnormal results the same way.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if defined(__CUDACC__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  const float y = std::exp2(x);
+  return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
+#endif
+}
+
 /// Loads elements [index, index+N) of \p span with one vector access; the address must be
 /// aligned to N*sizeof(T) (the emulator checks, the GPU faults).
 template <int N, class T>
