@@ -91,6 +91,46 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   if (!result.ok) state.SkipWithError(cat("output check after timing failed: ", result.first_failure).c_str());
 }
 
+// [bare_read]
+/// The chunk sizes (tokens of one KV head) and thread counts a bare read tries; it reports the
+/// fastest, so a kernel with that access pattern has no easy way to beat it.
+const std::vector<int> kBareReadTokens = {256, 1024};
+const std::vector<int> kBareReadThreads = {128, 256};
+
+/// A bare read of a named workload's bytes (gpu::time_bare_read_ms): each chunk of one KV
+/// head's K and V read by one program ("once", step 08's pattern) or by each query head of the
+/// group ("per-query-head", the pattern of steps 03-07).
+void bare_read_benchmark(benchmark::State& state, const std::string& workload_name, bool per_query_head) {
+  const Cached& c = cached(workload_name);
+  const DecodeProblem& p = c.host.problem;
+  const DeviceLimits& limits = gpu::device_info().limits;
+  const auto bytes = static_cast<std::size_t>(c.host.bytes_moved());
+  const int readers = per_query_head ? p.group_size() : 1;
+  double best_ms = 0;
+  int best_tokens = 0, best_threads = 0;
+  for (auto _ : state) {
+    for (int tokens : kBareReadTokens)
+      for (int threads : kBareReadThreads) {
+        const std::size_t chunk = std::size_t{2} * static_cast<std::size_t>(tokens) * p.head_dim * dtype_size(p.dtype);
+        const double ms = gpu::time_bare_read_ms(bytes, chunk, readers, threads);
+        if (best_ms == 0 || ms < best_ms) best_ms = ms, best_tokens = tokens, best_threads = threads;
+      }
+    state.SetIterationTime(best_ms * 1e-3);
+  }
+  const double gbps = static_cast<double>(bytes) / (best_ms * 1e-3) / 1e9;
+  state.counters["GB/s"] = gbps;
+  state.counters["roof_GB/s"] = g_roof_gbps;
+  state.counters["pct_roof"] = g_roof_gbps > 0 ? 100.0 * gbps / g_roof_gbps : 0.0;
+  state.counters["pct_datasheet"] = 100.0 * gbps / limits.datasheet_gbps;
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.counters["readers"] = readers;
+  state.counters["chunk_tokens"] = best_tokens;
+  state.counters["threads"] = best_threads;
+  state.SetLabel(cat("each chunk of ", best_tokens, " tokens of one KV head read by ", readers, readers == 1 ? " program" : " programs",
+                     " of ", best_threads, " threads (fastest of chunks of 256 and 1024 tokens, 128 and 256 threads)"));
+}
+// [bare_read]
+
 void emulator_benchmark(benchmark::State& state, int step) {
   const KernelEntry& entry = kernel(step, Backend::emulator);
   const Workload workload = make_workload(tour_spec());
@@ -148,6 +188,19 @@ void register_step(int step) {
                                  [step, workload](benchmark::State& s) { traffic_benchmark(s, step, workload); })
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
+}
+
+void register_bare_reads() {
+  if (!gpu_here()) return;
+  for (const std::string& workload : named_workloads())
+    for (const bool per_query_head : {false, true})
+      benchmark::RegisterBenchmark(cat("bare_read/gpu/", workload, per_query_head ? "/per-query-head" : "/once").c_str(),
+                                   [workload, per_query_head](benchmark::State& s) {
+                                     bare_read_benchmark(s, workload, per_query_head);
+                                   })
+          ->UseManualTime()
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
 }
 
 int main(int argc, char** argv) {

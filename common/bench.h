@@ -22,6 +22,13 @@ namespace pa::bench {
 /// Registers the benchmarks of kernel step \p step.
 void register_step(int step);
 
+/// Registers `bare_read/gpu/<workload>/once` and `.../per-query-head` for each named workload
+/// when a GPU is present: the workload's bytes read by a kernel that does nothing else, in the
+/// access pattern of a kernel that reads each KV head's bytes once (step 08 on) or once per
+/// query head of its group (steps 03-07). The fastest of a few chunk sizes and thread counts;
+/// counters as for the steps. `bench_ladder` registers them after the steps.
+void register_bare_reads();
+
 /// Runs the registered benchmarks: measures the roof first when a GPU is present and stamps
 /// the JSON context with the hardware, the roof and the git revision.
 int main(int argc, char** argv);

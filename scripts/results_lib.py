@@ -93,6 +93,24 @@ def parse_name(name: str) -> Optional[Tuple[int, str, str, str]]:
     return int(match.group(1)), kernel, kind, workload
 
 
+BARE_READ = "bare_read"
+BARE_PATTERNS = ("once", "per-query-head")
+
+
+def parse_bare_name(name: str) -> Optional[Tuple[str, str]]:
+    """`bare_read/gpu/<workload>/<pattern>[/iterations:1/manual_time]` -> (workload, pattern)."""
+    parts = [p for p in name.split("/") if p and ":" not in p and p not in ("manual_time", "real_time", "process_time")]
+    if len(parts) == 4 and parts[0] == BARE_READ and parts[1] == "gpu" and parts[3] in BARE_PATTERNS:
+        return parts[2], parts[3]
+    return None
+
+
+def bare_pattern(step: int) -> str:
+    """The access pattern of a step's kernel: from step 08 on, a program reads a KV head's bytes
+    once for its whole query-head group; up to step 07 each query head's program reads them."""
+    return "once" if step >= 8 else "per-query-head"
+
+
 def _parse_date(text: str) -> datetime:
     try:
         date = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
@@ -112,12 +130,14 @@ class Run:
     path: Path
     context: Dict[str, object]
     results: Dict[Key, Result]
+    bare: Dict[Tuple[str, str], Result] = field(default_factory=dict)  # (workload, pattern)
 
     @classmethod
     def from_json(cls, data: dict, path: Path) -> "Run":
         if not _is_benchmark_json(data):
             raise ValueError(f"{path}: not Google Benchmark JSON (no context and benchmarks)")
         grouped: Dict[Key, List[dict]] = {}
+        bare_grouped: Dict[Tuple[str, str], List[dict]] = {}
         for bench in data["benchmarks"]:
             if not isinstance(bench, dict):
                 continue
@@ -131,8 +151,12 @@ class Run:
             parsed = parse_name(str(name))
             if parsed:
                 grouped.setdefault(parsed, []).append(bench)
+            bare = parse_bare_name(str(name))
+            if bare:
+                bare_grouped.setdefault(bare, []).append(bench)
         results = {key: _result_of(key, entries) for key, entries in grouped.items()}
-        return cls(path=Path(path), context=dict(data["context"]), results=results)
+        bare_results = {key: _result_of((0, BARE_READ, "gpu", key[0]), entries) for key, entries in bare_grouped.items()}
+        return cls(path=Path(path), context=dict(data["context"]), results=results, bare=bare_results)
 
     # -- context ---------------------------------------------------------------------------------
     def ctx(self, key: str, default: str = "") -> str:
@@ -289,6 +313,8 @@ class StepRow:
     time_over_floor: Optional[float]
     speedup: Optional[float]           # time of the previous rung / this time
     speedup_vs: Optional[int]          # the step it is compared with
+    bare_seconds: Optional[float] = None    # the bare read of the same bytes in this step's pattern
+    time_over_bare: Optional[float] = None
 
 
 @dataclass
@@ -336,6 +362,19 @@ class Ladder:
             return None
         return predicted / (roof * 1e9)
 
+    @property
+    def has_bare_reads(self) -> bool:
+        return self.gpu is not None and bool(self.gpu.bare)
+
+    def bare_read(self, workload: str, pattern: str) -> Optional[Result]:
+        result = self.gpu.bare.get((workload, pattern)) if self.gpu is not None else None
+        return result if result is not None and result.ok and result.seconds else None
+
+    def bare_seconds(self, step: int, workload: str) -> Optional[float]:
+        """The bare read of \\p workload's bytes in \\p step's access pattern (bare_pattern)."""
+        result = self.bare_read(workload, bare_pattern(step))
+        return result.seconds if result is not None else None
+
     def speedup(self, step: int, workload: str) -> Tuple[Optional[float], Optional[int]]:
         """(time of the nearest earlier rung that ran the workload / this step's time, that rung)."""
         this = self.gpu_result(step, workload)
@@ -355,7 +394,7 @@ class Ladder:
             if result is None or not result.ok:
                 status = "missing" if result is None else ("refused" if result.refused else "error")
                 rows.append(StepRow(workload, status, result.error if result else None, None, None, None, None,
-                                    floor, None, None, None))
+                                    floor, None, None, None, self.bare_seconds(step, workload)))
                 continue
             gbps = result.counter("GB/s")
             pct_roof = result.counter("pct_roof")
@@ -366,8 +405,10 @@ class Ladder:
                 pct_datasheet = 100.0 * gbps / self.gpu.datasheet_gbps  # type: ignore[union-attr]
             ratio = result.seconds / floor if floor and result.seconds else None
             speedup, versus = self.speedup(step, workload)
+            bare = self.bare_seconds(step, workload)
+            over_bare = result.seconds / bare if bare and result.seconds else None
             rows.append(StepRow(workload, "ok", None, result.seconds, gbps, pct_roof if pct_roof else None,
-                                pct_datasheet, floor, ratio, speedup, versus))
+                                pct_datasheet, floor, ratio, speedup, versus, bare, over_bare))
         return rows
 
     def runs_per_median(self) -> Optional[int]:
@@ -519,6 +560,28 @@ def ladder_table(ladder: Ladder) -> str:
     return markdown_table(header, rows, ["---", "---"] + ["--:"] * len(workloads))
 
 
+def bare_read_table(ladder: Ladder) -> str:
+    """README.md: per named workload, the bare reads of its bytes in both patterns."""
+    rows = []
+    for workload in ladder.named_workloads():
+        cells = [_code(workload)]
+        for pattern in BARE_PATTERNS:
+            result = ladder.bare_read(workload, pattern)
+            if result is None:
+                cells.append(DASH)
+            else:
+                cells.append(f"{fmt_ms(result.seconds)} ({fmt_pct(result.counter('pct_datasheet'))})")
+        rows.append(cells)
+    header = ["workload", "read once (ms, % of datasheet)", "read once per query head (ms, % of datasheet)"]
+    return markdown_table(header, rows, ["---", "--:", "--:"])
+
+
+BARE_READ_NOTE = ("A bare read is a kernel that only reads the workload's bytes, in chunks of one KV head's tokens: "
+                  "each chunk by one program (the pattern of step 08 on), or by each query head's program of the group, "
+                  "next to each other in launch order (the pattern of steps 03-07); the fastest of chunks of 256 and 1024 "
+                  "tokens and 128 and 256 threads, L2 flushed, in the same run.")
+
+
 def _source_line(ladder: Ladder) -> str:
     assert ladder.gpu is not None
     gpu = ladder.gpu
@@ -549,27 +612,35 @@ def readme_region(ladder: Ladder) -> str:
     if gpu.roof_gbps:
         legend += f"; the roof measured in the same run is {fmt_gbps(gpu.roof_gbps)} GB/s"
     legend += ". " + _method_line(ladder) + " Each step's page has its own table, with the predicted floor and the speed-up over the previous step."
-    return "\n".join([f"**{ladder.stamp_line()}**", "", ladder_table(ladder), "", legend, _source_line(ladder), "",
-                      generated])
+    lines = [f"**{ladder.stamp_line()}**", "", ladder_table(ladder), "", legend, _source_line(ladder), ""]
+    if ladder.has_bare_reads:
+        lines += ["Bare reads of the same bytes, the fastest a kernel with each access pattern could hope to be:", "",
+                  bare_read_table(ladder), "", BARE_READ_NOTE, ""]
+    return "\n".join(lines + [generated])
 
 
 def step_table(ladder: Ladder, step: int) -> str:
     previous = ladder.previous_rung(step)
     speedup_header = f"speed-up vs step {previous:02d}" if previous is not None else "speed-up vs previous step"
+    bare = ladder.has_bare_reads
     header = ["workload", "median time (ms)", "GB/s", "% of roof", "% of datasheet",
-              "predicted floor (ms)", "time / floor", speedup_header]
+              "predicted floor (ms)", "time / floor"]
+    if bare:
+        header += ["bare read (ms)", "time / bare read"]
+    header.append(speedup_header)
     rows = []
     for row in ladder.step_rows(step):
         floor = fmt_ms(row.floor_seconds)
+        bare_cells = [fmt_ms(row.bare_seconds), fmt_ratio(row.time_over_bare)] if bare else []
         if row.status != "ok":
             rows.append([_code(row.workload), row.status if row.status != "missing" else DASH, DASH, DASH, DASH,
-                         floor, DASH, DASH])
+                         floor, DASH] + ([fmt_ms(row.bare_seconds), DASH] if bare else []) + [DASH])
             continue
         speedup = fmt_ratio(row.speedup)
         if row.speedup is not None and row.speedup_vs != previous:
             speedup += f" (vs {row.speedup_vs:02d})"
         rows.append([_code(row.workload), fmt_ms(row.seconds), fmt_gbps(row.gbps), fmt_pct(row.pct_roof),
-                     fmt_pct(row.pct_datasheet), floor, fmt_ratio(row.time_over_floor), speedup])
+                     fmt_pct(row.pct_datasheet), floor, fmt_ratio(row.time_over_floor)] + bare_cells + [speedup])
     return markdown_table(header, rows, ["---"] + ["--:"] * (len(header) - 1))
 
 
@@ -593,6 +664,11 @@ def step_region(ladder: Ladder, step: int, step_dir: Optional[Path] = None) -> s
     if ladder.traffic is not None:
         note += f" ({_code(ladder.source_path(ladder.traffic))}, rev {ladder.traffic.revision})"
     note += "; time / floor near 1 means the step moves no more than it must at full bandwidth."
+    if ladder.has_bare_reads:
+        pattern = "once" if bare_pattern(step) == "once" else "once per query head"
+        note += (f" Bare read = the same bytes read {pattern}, as this step reads them, by a kernel that does nothing "
+                 "else (the top-level README has both patterns); time / bare read near 1 means the step's arithmetic "
+                 "and merging are hidden behind its reads.")
     lines += [note, _source_line(ladder), ""]
     return "\n".join(lines)
 

@@ -67,6 +67,13 @@ def gpu_run(date="2026-11-30T10:00:00+00:00", rev="abc1234", slow=1.0):
     return {"context": gpu_context(date=date, rev=rev), "benchmarks": benches}
 
 
+def bare_bench(workload, pattern, ms, gbps, datasheet=4800.0):
+    name = f"bare_read/gpu/{workload}/{pattern}/iterations:1/manual_time"
+    return {"name": name, "run_name": name, "run_type": "iteration", "iterations": 1, "real_time": ms,
+            "cpu_time": 0.01, "time_unit": "ms", "GB/s": gbps, "pct_datasheet": 100 * gbps / datasheet,
+            "readers": 1 if pattern == "once" else 4}
+
+
 def traffic_run():
     context = {"date": "2026-11-29T09:00:00+00:00", "host_name": "cpu", "git_revision": "abc1234",
                "gpu": "none: no CUDA device"}
@@ -257,6 +264,37 @@ class NumbersTest(unittest.TestCase):
         self.assertIsNone(self.ladder.floor_seconds(2, "long-single"))  # no traffic recorded for it
         row = {r.workload: r for r in self.ladder.step_rows(3)}["gqa-batch"]
         self.assertAlmostEqual(row.time_over_floor, 2.0e-3 / (1.82812e9 / 4570.3e9))
+
+    def test_without_bare_reads_the_tables_have_no_bare_columns(self):
+        self.assertFalse(self.ladder.has_bare_reads)
+        self.assertNotIn("bare read (ms)", table_rows(rl.step_table(self.ladder, 3))[0])
+        self.assertNotIn("Bare read", rl.readme_region(self.ladder))
+
+    def test_bare_reads_by_the_pattern_of_each_step(self):
+        data = gpu_run()
+        data["benchmarks"] += [bare_bench("gqa-batch", "once", 0.4, 5000.0),
+                               bare_bench("gqa-batch", "per-query-head", 0.5, 4000.0),
+                               bare_bench("long-single", "once", 0.1, 1000.0)]
+        ladder = rl.load(self.tree.root, gpu_path=self.tree.write("bare.json", data))
+        self.assertTrue(ladder.has_bare_reads)
+        self.assertFalse(ladder.gpu.has("bare_read"))  # not a step
+        self.assertEqual(rl.bare_pattern(7), "per-query-head")
+        self.assertEqual(rl.bare_pattern(8), "once")
+        self.assertAlmostEqual(ladder.bare_seconds(3, "gqa-batch"), 0.5e-3)  # steps 03-07: per query head
+        self.assertAlmostEqual(ladder.bare_seconds(8, "gqa-batch"), 0.4e-3)
+        self.assertIsNone(ladder.bare_seconds(3, "long-single"))  # that pattern was not recorded
+        rows = table_rows(rl.step_table(ladder, 3))
+        self.assertEqual(rows[0], ["workload", "median time (ms)", "GB/s", "% of roof", "% of datasheet",
+                                   "predicted floor (ms)", "time / floor", "bare read (ms)", "time / bare read",
+                                   "speed-up vs step 02"])
+        cells = {r[0]: r for r in rows}
+        self.assertEqual(cells["`gqa-batch`"][7:9], ["0.500", "4.00×"])  # 2.0 ms / 0.5 ms
+        self.assertEqual(cells["`long-single`"][7:9], [rl.DASH, rl.DASH])
+        readme = rl.readme_region(ladder)
+        bare_rows = {r[0]: r for r in table_rows(readme[readme.index("Bare reads"):])}
+        self.assertEqual(bare_rows["`gqa-batch`"], ["`gqa-batch`", "0.400 (104.2%)", "0.500 (83.3%)"])
+        self.assertEqual(bare_rows["`long-single`"], ["`long-single`", "0.100 (20.8%)", rl.DASH])
+        self.assertIn("read once per query head, as this step reads them", rl.step_region(ladder, 3))
 
     def test_formats(self):
         self.assertEqual(rl.fmt_ms(2.0e-3), "2.00")

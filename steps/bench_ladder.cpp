@@ -5,5 +5,6 @@
 
 int main(int argc, char** argv) {
   for (int step : pa::kernel_steps()) pa::bench::register_step(step);
+  pa::bench::register_bare_reads();
   return pa::bench::main(argc, argv);
 }

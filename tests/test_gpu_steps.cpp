@@ -93,3 +93,22 @@ TEST_CASE("gpu: the roof and the device stamp are measured, not assumed", "[gpu]
   REQUIRE(roof > 0.3 * info.limits.datasheet_gbps);
   REQUIRE(roof < 1.05 * info.limits.datasheet_gbps);
 }
+
+TEST_CASE("gpu: a bare read times real reads and refuses bad arguments", "[gpu]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  const double datasheet = pa::gpu::device_info().limits.datasheet_gbps;
+  const std::size_t bytes = std::size_t{256} << 20;  // over the L2, so the reads reach memory
+  const std::size_t chunk = std::size_t{128} << 10;
+  const double once_ms = pa::gpu::time_bare_read_ms(bytes, chunk, 1, 128, 5);
+  const double twice_ms = pa::gpu::time_bare_read_ms(2 * bytes, chunk, 1, 128, 5);
+  const double per_group_ms = pa::gpu::time_bare_read_ms(bytes, chunk, 4, 128, 5);
+  INFO("once " << once_ms << " ms, twice the bytes " << twice_ms << " ms, each chunk by 4 programs " << per_group_ms << " ms");
+  const double gbps = static_cast<double>(bytes) / (once_ms * 1e-3) / 1e9;
+  CHECK(gbps > 0.3 * datasheet);
+  CHECK(gbps < 1.05 * datasheet);
+  CHECK(twice_ms > 1.5 * once_ms);       // the time grows with the bytes: the reads happen
+  CHECK(per_group_ms > 1.02 * once_ms);  // four programs a chunk take longer than one
+  PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, 100, 1, 128, 1), pa::ArgumentError, "chunk_bytes");
+  PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, chunk, 0, 128, 1), pa::ArgumentError, "readers");
+  PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, chunk, 1, 100, 1), pa::ArgumentError, "threads");
+}

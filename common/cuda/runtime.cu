@@ -42,6 +42,33 @@ __global__ void stream_read(const uint4* __restrict__ data, std::size_t count, u
 }
 // [roof]
 
+// [bare_read]
+/// A bare read: program b reads chunk b / readers (chunk_vecs 16-byte vectors), so `readers`
+/// programs adjacent in launch order read each chunk, and nothing else happens. This is the
+/// access pattern of a split kernel without its arithmetic: readers = 1 for one that reads a KV
+/// head's split once (step 08), the group size for one that reads it once per query head (step
+/// 07, whose grid puts a group's query heads next to each other). The loads bypass L1
+/// (`ld.global.cg`), as the kernels' asynchronous copies do.
+__global__ void bare_read(const uint4* __restrict__ data, int chunk_vecs, int readers, unsigned* sink) {
+  const uint4* chunk = data + static_cast<std::size_t>(blockIdx.x / readers) * chunk_vecs;
+  unsigned fold = 0;
+  int i = static_cast<int>(threadIdx.x);
+  const int stride = static_cast<int>(blockDim.x);
+  for (; i + 3 * stride < chunk_vecs; i += 4 * stride) {
+    const uint4 a = __ldcg(chunk + i);
+    const uint4 b = __ldcg(chunk + i + stride);
+    const uint4 c = __ldcg(chunk + i + 2 * stride);
+    const uint4 d = __ldcg(chunk + i + 3 * stride);
+    fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < chunk_vecs; i += stride) {
+    const uint4 a = __ldcg(chunk + i);
+    fold ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  if (fold == 0x9e3779b9u) *sink = fold;  // practically never true; keeps the loads alive
+}
+// [bare_read]
+
 __global__ void probe() {}
 
 std::string compute_reason() {
@@ -176,6 +203,27 @@ void flush_l2() {
   check(cudaMemsetAsync(scrub.data(), 0, scrub.size()), "L2 flush");
 }
 
+namespace {
+/// The median time of \p runs calls of \p launch (CUDA events) after one warm-up call, with the
+/// L2 flushed outside the timed region before each when \p flush.
+template <class Launch>
+double median_ms(Launch&& launch, int runs, bool flush, const char* what) {
+  launch();
+  synchronize(cat(what, " warm-up"));
+  std::vector<float> times;
+  Event start, stop;
+  for (int i = 0; i < runs; ++i) {
+    if (flush) flush_l2();
+    start.record();
+    launch();
+    stop.record();
+    times.push_back(Event::elapsed_ms(start, stop));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+}  // namespace
+
 double measure_roof_gbps(std::size_t bytes, int runs) {
   const DeviceInfo& info = device_info();
   Buffer data(bytes, "roof buffer");
@@ -188,19 +236,31 @@ double measure_roof_gbps(std::size_t bytes, int runs) {
     stream_read<<<blocks, threads>>>(static_cast<const uint4*>(data.data()), count, static_cast<unsigned*>(sink.data()));
     check(cudaGetLastError(), "launch of stream_read");
   };
-  run();  // warm-up
-  synchronize("stream_read warm-up");
-  std::vector<float> times;
-  Event start, stop;
-  for (int i = 0; i < runs; ++i) {
-    start.record();
-    run();
-    stop.record();
-    times.push_back(Event::elapsed_ms(start, stop));
-  }
-  std::sort(times.begin(), times.end());
-  const double median_ms = times[times.size() / 2];
-  return static_cast<double>(count * sizeof(uint4)) / (median_ms * 1e-3) / 1e9;
+  const double ms = median_ms(run, runs, false, "stream_read");
+  return static_cast<double>(count * sizeof(uint4)) / (ms * 1e-3) / 1e9;
+}
+
+double time_bare_read_ms(std::size_t bytes, std::size_t chunk_bytes, int readers, int threads, int runs) {
+  PA_REQUIRE(chunk_bytes > 0 && chunk_bytes % sizeof(uint4) == 0 && chunk_bytes / sizeof(uint4) <= INT32_MAX,
+             "time_bare_read_ms", "chunk_bytes", "a positive multiple of 16 bytes, under 2^31 vectors", chunk_bytes);
+  PA_REQUIRE(readers >= 1, "time_bare_read_ms", "readers", ">= 1", readers);
+  PA_REQUIRE(threads >= 32 && threads <= 1024 && threads % 32 == 0, "time_bare_read_ms", "threads",
+             "a multiple of 32 in [32, 1024]", threads);
+  PA_REQUIRE(runs >= 1, "time_bare_read_ms", "runs", ">= 1", runs);
+  const std::size_t chunks = (bytes + chunk_bytes - 1) / chunk_bytes;
+  PA_REQUIRE(chunks * static_cast<std::size_t>(readers) <= INT32_MAX, "time_bare_read_ms", "bytes / chunk_bytes * readers",
+             "under 2^31 programs", chunks * static_cast<std::size_t>(readers));
+  Buffer data(chunks * chunk_bytes, "bare-read buffer");
+  Buffer sink(sizeof(unsigned), "bare-read sink");
+  data.fill(0x5a);
+  const int chunk_vecs = static_cast<int>(chunk_bytes / sizeof(uint4));
+  const auto blocks = static_cast<unsigned>(chunks * static_cast<std::size_t>(readers));
+  auto run = [&] {
+    bare_read<<<blocks, threads>>>(static_cast<const uint4*>(data.data()), chunk_vecs, readers,
+                                   static_cast<unsigned*>(sink.data()));
+    check(cudaGetLastError(), "launch of bare_read");
+  };
+  return median_ms(run, runs, true, "bare_read");  // L2 flushed, as before the kernels' timed launches
 }
 
 }  // namespace pa::gpu

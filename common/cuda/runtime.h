@@ -84,4 +84,10 @@ void flush_l2();
 /// (decimal). BENCHMARKS.md: report every figure against this, measured in the same run.
 double measure_roof_gbps(std::size_t bytes = std::size_t{4} << 30, int runs = 20);
 
+/// A bare read of \p bytes (rounded up to whole chunks): programs of \p threads threads, each
+/// reading one chunk of \p chunk_bytes, each chunk read by \p readers programs adjacent in
+/// launch order, and no arithmetic: how fast a kernel with that access pattern could be. Median
+/// of \p runs in milliseconds, the L2 flushed before each, as the kernels are timed.
+double time_bare_read_ms(std::size_t bytes, std::size_t chunk_bytes, int readers, int threads, int runs = 20);
+
 }  // namespace pa::gpu
