@@ -151,7 +151,10 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     load_slice<T, HEAD_DIM, kCap>(args.query, (static_cast<std::int64_t>(seq) * args.num_q_heads + first_q_head + h) * HEAD_DIM,
                             rank, q[h]);
     PA_UNROLL
-    for (int e = 0; e < S::kElems; ++e) q[h][e] *= args.scale * kLog2e;
+    for (int e = 0; e < S::kElems; ++e) {
+      q[h][e] *= args.scale * kLog2e;
+      keep_in_register(q[h][e]);  // else nvcc may redo the conversion and scaling every tile
+    }
     running_max[h] = -INFINITY;
     running_sum[h] = 0.0f;
     PA_UNROLL

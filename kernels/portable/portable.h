@@ -192,6 +192,18 @@ __device__ __forceinline__ void vec_to_floats(const Vec<T, N>& in, float* out) {
   }
 }
 
+/// Makes \p x opaque to the compiler at this point, so it stays in a register as computed
+/// instead of being recomputed from its inputs where it is used. nvcc otherwise may keep a
+/// loaded bf16 query packed (half the registers) and redo its conversion and scaling in every
+/// iteration of a loop that uses it. No-op in the emulator.
+__device__ __forceinline__ void keep_in_register(float& x) {
+#if defined(__CUDACC__)
+  asm volatile("" : "+f"(x));
+#else
+  (void)x;
+#endif
+}
+
 /// 2^x for softmax weights: on the GPU one `ex2.approx.ftz` (about 2 ulp; a result below 2^-126
 /// flushes to zero). exp2f adds a range check and two multiplies to keep subnormal results,
 /// which cannot change a softmax: the running sum holds the max's own weight, 1. The emulator
