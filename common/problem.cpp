@@ -65,6 +65,11 @@ void validate(const DecodeProblem& p, std::string_view function) {
              "max_context_len",
              cat("in [0, max_blocks_per_seq * block_size = ", p.row_capacity(), "]"),
              p.max_context_len);
+  PA_REQUIRE(p.total_context_len >= 0 && p.total_context_len <= std::int64_t{p.num_seqs} * p.max_context_len, function,
+             "total_context_len",
+             cat("0 (unknown) or the sum of the context lengths, at most num_seqs * max_context_len = ",
+                 std::int64_t{p.num_seqs} * p.max_context_len),
+             p.total_context_len);
   PA_REQUIRE(p.dtype == DType::f32 || p.dtype == DType::f16 || p.dtype == DType::bf16, function, "dtype",
              "f32, f16 or bf16", static_cast<int>(p.dtype));
   PA_REQUIRE(std::isfinite(p.scale) && p.scale > 0.0f, function, "scale", "finite and > 0",
@@ -98,11 +103,13 @@ void validate_tables(const DecodeProblem& p, std::span<const std::int32_t> block
   const std::size_t table_elems = static_cast<std::size_t>(p.num_seqs) * p.max_blocks_per_seq;
   PA_REQUIRE(block_tables.size() == table_elems, function, "block_tables.size()",
              cat("num_seqs * max_blocks_per_seq = ", table_elems), block_tables.size());
+  std::int64_t total = 0;
   for (int seq = 0; seq < p.num_seqs; ++seq) {
     const std::int32_t len = context_lens[seq];
     PA_REQUIRE(len >= 0 && len <= p.max_context_len, function,
                cat("context_lens[", seq, "]"), cat("in [0, max_context_len = ", p.max_context_len, "]"),
                len);
+    total += len;
     const std::int64_t used = pages_for(len, p.block_size);
     for (std::int64_t i = 0; i < used; ++i) {
       const std::int32_t page = block_tables[static_cast<std::size_t>(seq) * p.max_blocks_per_seq + i];
@@ -111,6 +118,8 @@ void validate_tables(const DecodeProblem& p, std::span<const std::int32_t> block
                  page);
     }
   }
+  PA_REQUIRE(p.total_context_len == 0 || p.total_context_len == total, function, "total_context_len",
+             cat("0 (unknown) or the sum of context_lens = ", total), p.total_context_len);
 }
 
 std::string describe(const DecodeProblem& p) {

@@ -51,6 +51,9 @@ struct DecodeProblem {
   int block_size = 0;          ///< tokens per page
   int max_blocks_per_seq = 0;  ///< length of a block-table row
   int max_context_len = 0;     ///< longest context in the batch (sizes scratch and shared memory)
+  /// Sum of the context lengths when the caller knows it (a serving engine does), else 0. A
+  /// hint for the split count (step 07), never for memory: a wrong value costs speed only.
+  std::int64_t total_context_len = 0;
   std::int64_t num_blocks = 0; ///< pages in the pool
   DType dtype = DType::f32;    ///< storage of q, K, V and out
   float scale = 0.0f;          ///< multiplies q·k; usually 1/sqrt(head_dim)

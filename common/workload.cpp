@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <thread>
 
 #include "common/error.h"
@@ -213,6 +214,7 @@ Workload make_workload(const WorkloadSpec& spec, int num_threads) {
                          num_blocks, spec.dtype);
   if (spec.layout == LayoutKind::nhd)
     problem.layout = CacheLayout::nhd(spec.num_kv_heads, block_size, spec.head_dim);
+  problem.total_context_len = std::accumulate(spec.context_lens.begin(), spec.context_lens.end(), std::int64_t{0});
   validate(problem, function);
 
   // The pages, from a block allocator as a serving engine would get them.

@@ -110,9 +110,9 @@ inline constexpr int kMergeThreads = 512;
 inline constexpr const char* kName = "step07_split_kv";
 inline constexpr int kDefaultThreads = 128;
 inline constexpr int kMinTokensPerSplit = 256;
-/// Rounds of resident programs the split count aims for. Short programs in many rounds beat
-/// long ones in two: a program's tokens form one dependent chain per thread group, so more
-/// programs in flight hide more of the memory latency (see the page for the measurement).
+/// Rounds of resident programs the split count aims for when the programs differ in length
+/// (or their lengths are unknown): many short programs let the SMs that finish early take more,
+/// so a long sequence does not run alone at the end (see the page for the measurement).
 inline constexpr int kRounds = 8;
 
 inline int threads_of(const KernelOptions& options) {
@@ -120,17 +120,23 @@ inline int threads_of(const KernelOptions& options) {
 }
 
 // [choose]
-/// Splits per (sequence, head) for \p programs (sequence, head) pairs: enough programs for
-/// kRounds rounds of what every SM holds at once (\p resident_per_sm, from the occupancy
-/// calculator: registers, threads and shared memory), no split under kMinTokensPerSplit
-/// tokens; `options.num_splits` or `options.partition_tokens` override it.
+/// Splits per (sequence, head) for \p programs (sequence, head) pairs. The slots: what every
+/// SM holds at once (\p resident_per_sm, from the occupancy calculator: registers, threads and
+/// shared memory). When every sequence has the same length (p.total_context_len says so) and the
+/// pairs do not fill the slots, one wave: as many equal splits as the slots hold, so they all
+/// finish together. Otherwise enough programs for kRounds rounds of the slots, so the SMs that
+/// finish early balance the long sequences. No split under kMinTokensPerSplit tokens;
+/// `options.num_splits` or `options.partition_tokens` override it.
 inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int resident_per_sm,
                          const KernelOptions& options, const DeviceLimits& device) {
   if (p.max_context_len == 0) return 1;
   if (options.num_splits > 0) return options.num_splits;
   if (options.partition_tokens > 0) return static_cast<int>((p.max_context_len + options.partition_tokens - 1) / options.partition_tokens);
-  const std::int64_t target = kRounds * std::int64_t{device.sm_count} * resident_per_sm;
-  const std::int64_t wanted = (target + programs - 1) / std::max<std::int64_t>(programs, 1);
+  programs = std::max<std::int64_t>(programs, 1);
+  const std::int64_t slots = std::int64_t{device.sm_count} * resident_per_sm;
+  const bool uniform = p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len;
+  const std::int64_t wanted = uniform && programs < slots ? slots / programs
+                                                          : (kRounds * slots + programs - 1) / programs;
   const std::int64_t most = (p.max_context_len + kMinTokensPerSplit - 1) / kMinTokensPerSplit;
   return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::max<std::int64_t>(most, 1)));
 }

@@ -261,6 +261,12 @@ TEST_CASE("problem: validate() names the function and the argument of every rule
     PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "layout.block_stride");
     PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "= 64");
   }
+  SECTION("total_context_len above num_seqs * max_context_len, or negative") {
+    p.total_context_len = std::int64_t{p.num_seqs} * p.max_context_len + 1;
+    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "total_context_len");
+    p.total_context_len = -1;
+    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "total_context_len");
+  }
   SECTION("layout.block_stride of 2^31 elements or more") {
     p.layout.block_stride = std::int64_t{1} << 31;
     PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "layout.block_stride");
@@ -289,6 +295,14 @@ TEST_CASE("problem: validate_tables checks lengths and the used prefix of each r
     lens[0] = 10;
     tables[2] = 5;
     CHECK(error_message([&] { pa::validate_tables(p, tables, lens, kFunction); }) == "");
+  }
+  SECTION("total_context_len: 0 (unknown) or the sum of context_lens") {
+    pa::DecodeProblem hinted = p;
+    hinted.total_context_len = 6;
+    CHECK(error_message([&] { pa::validate_tables(hinted, tables, lens, kFunction); }) == "");
+    hinted.total_context_len = 7;
+    PA_REQUIRE_THROWS_AS_WITH(pa::validate_tables(hinted, tables, lens, kFunction), pa::ArgumentError,
+                              "the sum of context_lens = 6");
   }
   SECTION("context_lens of the wrong size") {
     lens.push_back(1);

@@ -112,6 +112,16 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   pa::DecodeProblem short_ctx = long_single;
   short_ctx.max_context_len = 300;
   CHECK(emu_kernels::step07::choose_splits(short_ctx, 32, 8, {}, h200) == 2);  // no split under 256 tokens
+  // Known equal lengths and fewer pairs than slots: one wave of equal splits, 132 * 5 / 32 = 20.
+  pa::DecodeProblem uniform = long_single;
+  uniform.total_context_len = 32768;
+  CHECK(emu_kernels::step07::choose_splits(uniform, 32, 5, {}, h200) == 132 * 5 / 32);
+  CHECK(emu_kernels::step07::choose_splits(uniform, 8, 4, {}, h200) == 132 * 4 / 8);  // step 08's 8 pairs: 66
+  pa::DecodeProblem ragged = uniform;
+  ragged.num_seqs = 2;
+  ragged.total_context_len = 32768 + 512;  // two sequences of different lengths: rounds again
+  CHECK(emu_kernels::step07::choose_splits(ragged, 64, 5, {}, h200) ==
+        std::min<std::int64_t>((emu_kernels::step07::kRounds * 132 * 5 + 63) / 64, 128));
   // The emulator's occupancy is the bound from threads (16 programs of 128) and shared memory
   // (the merge and the copy slots of a 128-thread program).
   const auto shared = static_cast<std::size_t>(emu_kernels::step06::attend_floats<emu_kernels::bf16, 128, 1, 1>(128) * 4);

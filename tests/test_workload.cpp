@@ -410,6 +410,7 @@ TEST_CASE("workload: the problem follows the spec", "[workload]") {
   REQUIRE(p.head_dim == 64);
   REQUIRE(p.block_size == 16);
   REQUIRE(p.max_context_len == 37);
+  REQUIRE(p.total_context_len == 37 + 0 + 1 + 15 + 16 + 17);  // the split-count hint
   REQUIRE(p.max_blocks_per_seq == 3 + spec.table_slack);
   REQUIRE(p.num_blocks == 3 + 0 + 1 + 1 + 1 + 2 + spec.spare_blocks);
   REQUIRE(p.dtype == pa::DType::f32);
