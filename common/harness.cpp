@@ -160,6 +160,7 @@ DecodeView single_sequence(const DecodeView& full, int seq) {
   const std::size_t row_bytes = static_cast<std::size_t>(p.num_q_heads) * p.head_dim * dtype_size(p.dtype);
   DecodeView one = full;
   one.problem.num_seqs = 1;
+  one.problem.total_context_len = 0;  // unknown here: the lengths may live on the device
   one.query = static_cast<const std::byte*>(full.query) + static_cast<std::size_t>(seq) * row_bytes;
   one.block_tables = full.block_tables + static_cast<std::size_t>(seq) * p.max_blocks_per_seq;
   one.context_lens = full.context_lens + seq;

@@ -155,6 +155,11 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
     const pa::CompareResult result = pa::check_against_oracle(w, pa::oracle_rows(w), run.out);
     INFO(result.summary());
     REQUIRE(result.ok);
+    // The sampled check of the big workloads: each listed sequence alone, a batch of one (whose
+    // problem must not keep the whole batch's total_context_len).
+    const pa::CompareResult sampled = pa::check_against_oracle(w, pa::oracle_rows(w, {1, 2}), run.out);
+    INFO(sampled.summary());
+    REQUIRE(sampled.ok);
   }
 }
 
