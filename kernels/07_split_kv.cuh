@@ -243,8 +243,8 @@ std::string describe_split_launch(const DecodeProblem& p, const KernelOptions& o
   });
   const int splits = choose_splits(p, std::int64_t{p.num_seqs} * heads_axis, resident, options, device);
   return cat("grid ", p.num_seqs, " x ", heads_axis, " x ", splits, " programs of ", threads_of(options), " threads, ",
-             shared, " B shared memory, ", resident, " programs an SM on ", device.name, "; ", splits, " splits of ",
-             partition_of(p, splits), " tokens");
+             shared, " B shared memory, ", resident, " programs an SM on ", device.name, "; ", splits,
+             splits == 1 ? " split of " : " splits of ", partition_of(p, splits), " tokens");
 }
 
 inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
