@@ -54,6 +54,17 @@ Cached& cached(const std::string& name) {
   return *slot;
 }
 
+/// The bandwidth counters of a GPU row: \p bytes moved in \p seconds, against the roof measured
+/// at start-up and the datasheet (the step rows and the bare reads report the same ones).
+void set_bandwidth_counters(benchmark::State& state, double bytes, double seconds) {
+  const double gbps = bytes / seconds / 1e9;
+  state.counters["GB/s"] = gbps;
+  state.counters["roof_GB/s"] = g_roof_gbps;
+  state.counters["pct_roof"] = g_roof_gbps > 0 ? 100.0 * gbps / g_roof_gbps : 0.0;
+  state.counters["pct_datasheet"] = 100.0 * gbps / gpu::device_info().limits.datasheet_gbps;
+  state.counters["bytes"] = bytes;
+}
+
 void gpu_benchmark(benchmark::State& state, int step, const std::string& workload_name) {
   const KernelEntry& entry = kernel(step, Backend::cuda);
   Cached& c = cached(workload_name);
@@ -78,13 +89,7 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   // gigabytes of K/V would take minutes on the host).
   const std::vector<std::byte> out = c.device->download_out();
   const CompareResult result = check_against_oracle(c.host, c.oracle, out);
-  const double bytes = static_cast<double>(c.host.bytes_moved());
-  const double gbps = bytes / median / 1e9;
-  state.counters["GB/s"] = gbps;
-  state.counters["roof_GB/s"] = g_roof_gbps;
-  state.counters["pct_roof"] = g_roof_gbps > 0 ? 100.0 * gbps / g_roof_gbps : 0.0;
-  state.counters["pct_datasheet"] = 100.0 * gbps / limits.datasheet_gbps;
-  state.counters["bytes"] = bytes;
+  set_bandwidth_counters(state, static_cast<double>(c.host.bytes_moved()), median);
   state.counters["runs"] = kRuns;
   state.counters["max_abs_error"] = result.max_abs_error;
   if (entry.describe != nullptr) state.SetLabel(entry.describe(c.host.problem, options, limits));
@@ -103,7 +108,6 @@ const std::vector<int> kBareReadThreads = {128, 256};
 void bare_read_benchmark(benchmark::State& state, const std::string& workload_name, bool per_query_head) {
   const Cached& c = cached(workload_name);
   const DecodeProblem& p = c.host.problem;
-  const DeviceLimits& limits = gpu::device_info().limits;
   const auto bytes = static_cast<std::size_t>(c.host.bytes_moved());
   const int readers = per_query_head ? p.group_size() : 1;
   double best_ms = 0;
@@ -117,12 +121,7 @@ void bare_read_benchmark(benchmark::State& state, const std::string& workload_na
       }
     state.SetIterationTime(best_ms * 1e-3);
   }
-  const double gbps = static_cast<double>(bytes) / (best_ms * 1e-3) / 1e9;
-  state.counters["GB/s"] = gbps;
-  state.counters["roof_GB/s"] = g_roof_gbps;
-  state.counters["pct_roof"] = g_roof_gbps > 0 ? 100.0 * gbps / g_roof_gbps : 0.0;
-  state.counters["pct_datasheet"] = 100.0 * gbps / limits.datasheet_gbps;
-  state.counters["bytes"] = static_cast<double>(bytes);
+  set_bandwidth_counters(state, static_cast<double>(bytes), best_ms * 1e-3);
   state.counters["readers"] = readers;
   state.counters["chunk_tokens"] = best_tokens;
   state.counters["threads"] = best_threads;
