@@ -220,6 +220,8 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("roof_gbps", format_fixed(g_roof_gbps, 1));
     benchmark::AddCustomContext("datasheet_gbps", format_fixed(d.limits.datasheet_gbps, 1));
     benchmark::AddCustomContext("sm_count", std::to_string(d.limits.sm_count));
+    // How gpu::flush_l2 empties the L2 before each timed run (files before this key: a memset).
+    benchmark::AddCustomContext("l2_flush", "read");
   } else {
     benchmark::AddCustomContext("gpu", cat("none: ", gpu::unavailable_reason()));
   }

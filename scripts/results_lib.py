@@ -599,7 +599,13 @@ def _source_line(ladder: Ladder) -> str:
 def _method_line(ladder: Ladder) -> str:
     runs = ladder.runs_per_median()
     median = f"median of {runs} runs" if runs else "median of the timed runs"
-    return (f"Each time is the {median}, CUDA events, L2 flushed; "
+    flush = "L2 flushed"
+    if ladder.gpu is not None:
+        # From the l2_flush key on, the flush reads a clean buffer; before it, a memset left the
+        # L2 full of dirty lines that the timed kernel wrote back (docs/results/README.md).
+        flush = ("L2 flushed by reading twice its size" if ladder.gpu.ctx("l2_flush") == "read"
+                 else "L2 flushed by a memset")
+    return (f"Each time is the {median}, CUDA events, {flush}; "
             "bytes = K+V+q+out+tables per BENCHMARKS.md.")
 
 

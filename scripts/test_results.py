@@ -339,6 +339,13 @@ class NumbersTest(unittest.TestCase):
         self.assertIn("`docs/results/h200.json`", page)
         self.assertIn("`docs/results/emulator-traffic.json`", page)
 
+    def test_method_names_the_flush(self):
+        self.assertIn("L2 flushed by a memset;", rl.step_region(self.ladder, 3))  # files without the key
+        data = gpu_run()
+        data["context"]["l2_flush"] = "read"
+        ladder = rl.load(self.tree.root, gpu_path=self.tree.write("read.json", data))
+        self.assertIn("CUDA events, L2 flushed by reading twice its size;", rl.step_region(ladder, 3))
+
     def test_replace_regions_keeps_the_rest(self):
         text = "a\n<!-- results:begin -->\nx\n<!-- results:end -->\nb\n<!-- results:begin --><!-- results:end -->\n"
         new = rl.replace_regions(text, "NEW")

@@ -77,7 +77,8 @@ class Event {
 /// Waits for the device; a kernel fault surfaces here as CudaError naming \p what.
 void synchronize(std::string_view what);
 
-/// Evicts the L2 cache by writing a buffer twice its size (outside any timed region).
+/// Evicts the L2 cache by reading a buffer twice its size that nothing writes, so the lines it
+/// leaves are clean (outside any timed region; runtime.cu says why not a memset).
 void flush_l2();
 
 /// The bandwidth roof: a plain streaming-read kernel over \p bytes, median of \p runs, in GB/s
