@@ -112,16 +112,15 @@ using AttendSlices = Slices<T, HEAD_DIM, attend_group_cap<T, HEAD_DIM, HEADS>()>
 /// lane, else three (still two tiles, 256 bytes or more a thread, in flight).
 __host__ __device__ constexpr int stages_for(int vectors) { return vectors <= 2 ? 4 : 3; }
 
-/// Where the copy slots start, in floats: after \p merge floats, rounded up to 16 bytes.
-__host__ __device__ constexpr int staging_offset(int merge) { return (merge + 3) / 4 * 4; }
-
-/// Floats of dynamic shared memory online_attend needs: the merge of HEADS heads, then the
-/// stages_for() tiles of TOKENS tokens' K and V slices for each of \p threads threads.
+/// Floats of dynamic shared memory online_attend needs: the stages_for() tiles of TOKENS
+/// tokens' K and V slices for each of \p threads threads, or the merge of HEADS heads if that is
+/// larger. The two share the space: the merge starts once the last tile has been used.
 template <class T, int HEAD_DIM, int HEADS, int TOKENS>
 __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
   using S = AttendSlices<T, HEAD_DIM, HEADS>;
-  return staging_offset(HEADS * merge_floats(threads / S::kGroup, HEAD_DIM)) +
-         std::int64_t{stages_for(TOKENS * S::kPerThread)} * TOKENS * 2 * S::kPerThread * threads * 4;
+  const std::int64_t merge = HEADS * merge_floats(threads / S::kGroup, HEAD_DIM);
+  const std::int64_t staging = std::int64_t{stages_for(TOKENS * S::kPerThread)} * TOKENS * 2 * S::kPerThread * threads * 4;
+  return merge > staging ? merge : staging;
 }
 
 /// Attends query heads first_q_head .. first_q_head+HEADS-1 (all served by \p kv_head; HEADS is
@@ -161,61 +160,108 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     for (int e = 0; e < S::kElems; ++e) acc[h][e] = 0.0f;
   }
 
+  // Each thread group owns TOKENS streams of tokens (u = 0 .. TOKENS-1): stream
+  // group * TOKENS + u is a contiguous run of the range [begin, end), and tile t takes token t of
+  // every stream. A stream walks its pages in order, so a lane looks its page up in the block
+  // table once per page, not once per token: between pages a token's address is the last one
+  // plus the token stride (the cursor below).
+  const int streams = groups * TOKENS;
+  const int run = end > begin ? (end - begin + streams - 1) / streams : 0;  // the same in every lane
+  const int tiles = run;
+  struct Cursor {
+    int next;                // the next token this stream copies
+    int stop;                // one past its last token
+    int slot;          // next's slot in its page
+    int index;         // next's page, as an index into the block table
+    std::int64_t row;  // element offset of this lane's channels of token next
+  };
+  Cursor cursor[TOKENS];
+  int count[TOKENS];  // tokens in each stream: tile t of stream u is valid when t < count[u]
+  const std::int64_t table_row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
+  const int lane_channels = kv_head * static_cast<int>(args.head_stride) + rank * S::kVec;  // < 2^31: validate
+  auto look_up = [&](Cursor& c) {  // row of slot c.slot of page c.index
+    const std::int32_t page = args.block_tables[table_row + c.index];
+    c.row = args.kv_offset(page, 0, c.slot) + lane_channels;
+  };
+  PA_UNROLL
+  for (int u = 0; u < TOKENS; ++u) {
+    Cursor& c = cursor[u];
+    c.next = std::min(begin + (group * TOKENS + u) * run, end);
+    c.stop = std::min(c.next + run, end);
+    count[u] = c.stop - c.next;
+    c.index = args.block_shift >= 0 ? c.next >> args.block_shift : c.next / args.block_size;
+    c.slot = args.block_shift >= 0 ? c.next & (args.block_size - 1) : c.next % args.block_size;
+    c.row = 0;
+    if (c.next < c.stop) look_up(c);
+  }
+
   // K and V travel global -> shared memory by asynchronous copies, kStages tiles deep: while a
   // thread computes tile t, the copies of tiles t+1 .. t+kStages-1 are in flight, and they hold
   // no registers. Each lane copies exactly the 16-byte slices it will read back itself, so no
-  // barrier is needed, only its own wait. Slots past the merge region: [stage][token][K,V][j][thread].
-  // This thread's slot k of stage s is at floats mine + s * stage_floats + k * lane_floats
-  // (32-bit offsets: shared memory is small, and 64-bit index math costs twice the instructions).
-  const int lane_floats = static_cast<int>(blockDim.x) * 4;  // one 16-byte slot of every thread
-  const int stage_floats = TOKENS * 2 * S::kPerThread * lane_floats;
-  const int mine = staging_offset(HEADS * merge_floats(groups, HEAD_DIM)) + static_cast<int>(threadIdx.x) * 4;
-  auto slot = [&](int stage, int u, int kv, int j) {
-    return mine + stage * stage_floats + ((u * 2 + kv) * S::kPerThread + j) * lane_floats;
-  };
-  const int stride = groups * TOKENS;
-  const int tiles = end > begin ? (end - begin + stride - 1) / stride : 0;  // the same in every lane
-  auto issue = [&](int tile) {  // starts tile `tile`'s copies into its stage, as one group
-    if (tile < tiles) {
-      const int stage = tile % kStages;
-      PA_UNROLL
-      for (int u = 0; u < TOKENS; ++u) {
-        const int token = begin + tile * stride + group * TOKENS + u;
-        if (token < end) {
-          const std::int64_t row = args.token_offset(seq, kv_head, token) + rank * S::kVec;
-          PA_UNROLL
-          for (int j = 0; j < S::kPerThread; ++j) {
-            copy_async<S::kVec>(shared, slot(stage, u, 0, j), args.key_cache, row + j * S::kGroup * S::kVec);
-            copy_async<S::kVec>(shared, slot(stage, u, 1, j), args.value_cache, row + j * S::kGroup * S::kVec);
-          }
-        } else {  // zeros, so the weight-0 product below adds 0, not whatever the slot held
-          PA_UNROLL
-          for (int j = 0; j < S::kPerThread; ++j) {
-            zero_async(shared, slot(stage, u, 0, j), args.key_cache);
-            zero_async(shared, slot(stage, u, 1, j), args.key_cache);
-          }
+  // barrier is needed, only its own wait. A thread's kSlots 16-byte slots of a stage sit 32
+  // floats apart, interleaved with those of the 7 threads next to it ([stage][thread / 8][slot]
+  // [thread % 8]): a warp's 16-byte accesses to one slot are conflict-free, and a slot's
+  // distance from the thread's first is a compile-time constant, an immediate in the instruction.
+  constexpr int kSlots = TOKENS * 2 * S::kPerThread;  // [token][K, V][vector]
+  const int stage_floats = static_cast<int>(blockDim.x) * kSlots * 4;
+  auto mine = shared_slot(shared, static_cast<int>(threadIdx.x / 8) * kSlots * 32 + static_cast<int>(threadIdx.x % 8) * 4);
+  keep_in_register(mine);
+  auto slot = [](int u, int kv, int j) { return ((u * 2 + kv) * S::kPerThread + j) * 32; };
+  auto issue = [&](int stage_at) {  // starts the next tile's copies into the stage at mine + stage_at
+    PA_UNROLL
+    for (int u = 0; u < TOKENS; ++u) {
+      Cursor& c = cursor[u];
+      const auto stage = mine + stage_at;
+      if (c.next < c.stop) {
+        PA_UNROLL
+        for (int j = 0; j < S::kPerThread; ++j) {
+          copy_async<S::kVec>(stage + slot(u, 0, j), args.key_cache, c.row + j * S::kGroup * S::kVec);
+          copy_async<S::kVec>(stage + slot(u, 1, j), args.value_cache, c.row + j * S::kGroup * S::kVec);
+        }
+        ++c.next;
+        c.row += args.token_stride;
+        if (++c.slot == args.block_size) {  // the next token starts a page
+          c.slot = 0;
+          ++c.index;
+          if (c.next < c.stop) look_up(c);
+        }
+      } else {  // zeros, so the weight-0 product below adds 0, not whatever the slot held
+        PA_UNROLL
+        for (int j = 0; j < S::kPerThread; ++j) {
+          zero_async(stage + slot(u, 0, j), args.key_cache);
+          zero_async(stage + slot(u, 1, j), args.key_cache);
         }
       }
     }
     async_commit();  // an empty group past the last tile keeps the count of groups simple
   };
+  // The stages rotate: `filling` is where the next tile's copies go, `using_at` the tile in use.
+  const int ring = kStages * stage_floats;
+  int filling = 0;
   PA_UNROLL
-  for (int tile = 0; tile < kStages - 1; ++tile) issue(tile);
+  for (int tile = 0; tile < kStages - 1; ++tile) {
+    if (tile < tiles) issue(filling);
+    else async_commit();
+    filling += stage_floats;
+  }
+  int using_at = 0;
   for (int tile = 0; tile < tiles; ++tile) {
-    issue(tile + kStages - 1);
+    if (tile + kStages - 1 < tiles) issue(filling);
+    else async_commit();
+    filling = filling + stage_floats == ring ? 0 : filling + stage_floats;
     async_wait<kStages - 1>();  // this tile's copies have landed
-    const int stage = tile % kStages;
     RawSlice<T, HEAD_DIM, kCap> k_raw[TOKENS], v_raw[TOKENS];
     bool valid[TOKENS];
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
       PA_UNROLL
       for (int j = 0; j < S::kPerThread; ++j) {
-        k_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(shared, slot(stage, u, 0, j));
-        v_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(shared, slot(stage, u, 1, j));
+        k_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(mine + (using_at + slot(u, 0, j)));
+        v_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(mine + (using_at + slot(u, 1, j)));
       }
-      valid[u] = begin + tile * stride + group * TOKENS + u < end;
+      valid[u] = tile < count[u];
     }
+    using_at = using_at + stage_floats == ring ? 0 : using_at + stage_floats;
     float scores[TOKENS * HEADS];  // [token][head], this lane's partial dot products
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
@@ -223,11 +269,9 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
       to_floats<T, HEAD_DIM, kCap>(k_raw[u], k);
       PA_UNROLL
       for (int h = 0; h < HEADS; ++h) {
-        float dot = 0.0f;
-        if (valid[u]) {
-          PA_UNROLL
-          for (int e = 0; e < S::kElems; ++e) dot += q[h][e] * k[e];
-        }
+        float dot = 0.0f;  // an empty stream's slots hold zeros: its dot is 0, and valid[] masks it below
+        PA_UNROLL
+        for (int e = 0; e < S::kElems; ++e) dot += q[h][e] * k[e];
         scores[u * HEADS + h] = dot;
       }
     }
@@ -261,7 +305,10 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     }
   }
 
-  // Merge the groups, head by head: maxes[groups], sums[groups], accs[groups][HEAD_DIM].
+  // Merge the groups, head by head: maxes[groups], sums[groups], accs[groups][HEAD_DIM], in the
+  // space the copy slots used (every copy has landed; the barrier: every lane is done reading).
+  async_wait<0>();
+  __syncthreads();
   PA_UNROLL
   for (int h = 0; h < HEADS; ++h) {
     auto region = shared + h * merge_floats(groups, HEAD_DIM);

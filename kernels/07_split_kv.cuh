@@ -40,6 +40,7 @@ struct Partials {
 template <class T, int HEAD_DIM, int TOKENS>
 __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
+  allow_next_kernel();  // the merge may take the SMs this grid leaves free; it waits for our partials
   const int seq = blockIdx.x;
   const int q_head = blockIdx.y;
   const int split = blockIdx.z;
@@ -72,6 +73,7 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
   const int seq = blockIdx.x;
   const int q_head = blockIdx.y;
   const std::int64_t first = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits;
+  wait_for_previous_kernel();  // launched overlapped with the split kernel: its partials are complete from here
   float local_max = -INFINITY;
   for (int s = threadIdx.x; s < partials.splits; s += blockDim.x) local_max = fmaxf(local_max, partials.maxes[first + s]);
   const float merged_max = step05::block_reduce_warps<true>(local_max, scratch);
@@ -225,7 +227,7 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
     const DecodeArgs<T> args = make_args<T>(view);
     launch_kernel("step07_split_decode", kernel, dim3(p.num_seqs, p.num_q_heads, splits), dim3(threads),
                   static_cast<std::size_t>(shared), stream, args, partials);
-    launch_kernel("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(kMergeThreads), 0,
+    launch_kernel_overlapped("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(kMergeThreads), 0,
                   stream, args, partials);
   });
 }

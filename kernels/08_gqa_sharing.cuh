@@ -27,6 +27,7 @@ using step07::Partials;
 template <class T, int HEAD_DIM, int HEADS, int TOKENS>
 __global__ void gqa_split_decode(DecodeArgs<T> args, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
+  allow_next_kernel();  // as in step 07: the merge may be placed early and waits for the partials
   const int seq = blockIdx.x;
   const int kv_head = blockIdx.y;
   const int split = blockIdx.z;
@@ -131,7 +132,7 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
     const DecodeArgs<T> args = make_args<T>(view);
     launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(threads),
                   static_cast<std::size_t>(shared), stream, args, partials);
-    launch_kernel("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads),
+    launch_kernel_overlapped("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads),
                   dim3(step07::kMergeThreads), 0, stream, args, partials);
   });
 }

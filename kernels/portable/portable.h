@@ -300,6 +300,64 @@ __device__ __forceinline__ void async_wait() {
 #endif
 }
 
+// ----- shared-memory slots ------------------------------------------------------------------
+// A loop that addresses the same shared-memory slots every iteration can name them once:
+// shared_slot(shared, at) is floats [at, at+4) of \p shared, `slot + floats` a slot further on.
+// Under nvcc a slot is its 32-bit shared-window address, computed once (keep_in_register
+// stops nvcc from recomputing the window's base from the block's cluster rank at every use),
+// so a constant distance between slots becomes an immediate offset in the instruction. In the
+// emulator it is the array and the float index, and every access is checked as before.
+
+#if defined(__CUDACC__)
+template <class Shared>
+struct SharedSlot {
+  unsigned address;  ///< byte address in the shared window
+  __device__ __forceinline__ SharedSlot operator+(int floats) const { return {address + static_cast<unsigned>(floats) * 4u}; }
+};
+template <class Shared>
+__device__ __forceinline__ SharedSlot<Shared> shared_slot(Shared shared, int at) {
+  return {static_cast<unsigned>(__cvta_generic_to_shared(shared + at))};
+}
+template <class Shared>
+__device__ __forceinline__ void keep_in_register(SharedSlot<Shared>& slot) {
+  asm volatile("" : "+r"(slot.address));
+}
+#else
+template <class Shared>
+struct SharedSlot {
+  Shared array;
+  int at;
+  SharedSlot operator+(int floats) const { return {array, at + floats}; }
+};
+template <class Shared>
+SharedSlot<Shared> shared_slot(Shared shared, int at) {
+  return {shared, at};
+}
+template <class Shared>
+void keep_in_register(SharedSlot<Shared>&) {}
+#endif
+
+/// copy_async into a slot.
+template <int N, class T, class Shared>
+__device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const gspan<T>& src, std::int64_t index) {
+#if defined(__CUDACC__)
+  static_assert(N * sizeof(T) == 16, "asynchronous copies move 16 bytes");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst.address), "l"(src.ptr + index) : "memory");
+#else
+  copy_async<N>(dst.array, dst.at, src, index);
+#endif
+}
+
+/// zero_async into a slot.
+template <class T, class Shared>
+__device__ __forceinline__ void zero_async(SharedSlot<Shared> dst, const gspan<T>& any) {
+#if defined(__CUDACC__)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, 0;\n" ::"r"(dst.address), "l"(any.ptr) : "memory");
+#else
+  zero_async(dst.array, dst.at, any);
+#endif
+}
+
 /// Reads floats [at, at+4) of shared memory as N elements of T (one 16-byte shared load).
 template <class T, int N, class Shared>
 __device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at) {
@@ -315,6 +373,46 @@ __device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at) {
 #endif
 }
 
+/// load_shared_vec from a slot.
+template <class T, int N, class Shared>
+__device__ __forceinline__ Vec<T, N> load_shared_vec(SharedSlot<Shared> src) {
+  static_assert(N * sizeof(T) == 16, "16-byte shared loads");
+#if defined(__CUDACC__)
+  Vec<T, N> out;
+  unsigned words[4];
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])
+               : "r"(src.address));
+  memcpy(out.v, words, 16);
+  return out;
+#else
+  return load_shared_vec<T, N>(src.array, src.at);
+#endif
+}
+
+// ----- overlapped launches ----------------------------------------------------------------
+// A kernel launched with launch_kernel_overlapped() may start while the kernel before it in the
+// stream is still running (Hopper's programmatic dependent launch): its programs are placed on
+// the SMs as soon as every program of the one before has called allow_next_kernel() or ended,
+// and wait in wait_for_previous_kernel() until that kernel has finished and its writes are
+// visible. What is saved is the gap between two dependent kernels: the second one's launch and
+// placement. In the emulator launches run one after another, so both calls do nothing.
+
+/// Lets the next kernel, if launched overlapped, start placing its programs (sm_90 and later).
+__device__ __forceinline__ void allow_next_kernel() {
+#if defined(__CUDACC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/// Waits until the kernel before this one has finished and its writes are visible; call it
+/// before reading anything that kernel wrote (a no-op when not launched overlapped).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDACC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 #if defined(__CUDACC__)
 /// This compilation's backend.
 inline constexpr Backend kBackend = Backend::cuda;
@@ -322,12 +420,10 @@ inline constexpr Backend kBackend = Backend::cuda;
 inline constexpr Backend kBackend = Backend::emulator;
 #endif
 
-/// Launches \p kernel on a grid of programs: `kernel<<<grid, block, shared_bytes, stream>>>`
-/// under nvcc (raising the dynamic shared-memory limit first when a program needs more than
-/// 48 KiB; a failed launch throws CudaError naming \p name), `emu::launch` in the emulator.
+/// launch_kernel and launch_kernel_overlapped, below.
 template <class... Params, class... Args>
-void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
-                   std::size_t shared_bytes, void* stream, const Args&... args) {
+void launch_kernel_as(bool overlapped, const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+                      std::size_t shared_bytes, void* stream, const Args&... args) {
 #if defined(__CUDACC__)
   if (shared_bytes > 48 * 1024) {
     const cudaError_t status = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
@@ -337,15 +433,50 @@ void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 
       throw CudaError(cat(name, ": cannot raise dynamic shared memory to ", shared_bytes,
                           " bytes: ", cudaGetErrorString(status)));
   }
-  kernel<<<grid, block, shared_bytes, static_cast<cudaStream_t>(stream)>>>(args...);
-  const cudaError_t status = cudaGetLastError();
+  cudaError_t launched = cudaSuccess;
+  if (overlapped) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = static_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    launched = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+  } else {
+    kernel<<<grid, block, shared_bytes, static_cast<cudaStream_t>(stream)>>>(args...);
+  }
+  const cudaError_t last = cudaGetLastError();  // clears the error state either way
+  const cudaError_t status = launched != cudaSuccess ? launched : last;
   if (status != cudaSuccess)
     throw CudaError(cat("launch of ", name, " (grid ", grid.x, 'x', grid.y, 'x', grid.z, ", block ",
                         block.x, ", ", shared_bytes, " B shared) failed: ", cudaGetErrorString(status)));
 #else
+  (void)overlapped;
   (void)stream;
   emu::launch({grid, block, shared_bytes, name}, [&] { kernel(args...); });
 #endif
+}
+
+/// Launches \p kernel on a grid of programs: `kernel<<<grid, block, shared_bytes, stream>>>`
+/// under nvcc (raising the dynamic shared-memory limit first when a program needs more than
+/// 48 KiB; a failed launch throws CudaError naming \p name), `emu::launch` in the emulator.
+template <class... Params, class... Args>
+void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+                   std::size_t shared_bytes, void* stream, const Args&... args) {
+  launch_kernel_as(false, name, kernel, grid, block, shared_bytes, stream, args...);
+}
+
+/// launch_kernel, overlapped with the end of the kernel before it in \p stream (see
+/// allow_next_kernel): \p kernel must call wait_for_previous_kernel() before it reads what
+/// that kernel wrote.
+template <class... Params, class... Args>
+void launch_kernel_overlapped(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+                              std::size_t shared_bytes, void* stream, const Args&... args) {
+  launch_kernel_as(true, name, kernel, grid, block, shared_bytes, stream, args...);
 }
 
 /// Programs of \p kernel one multiprocessor holds at once with \p threads threads and
