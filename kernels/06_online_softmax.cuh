@@ -92,8 +92,9 @@ inline constexpr int kDefaultTileTokens = 1;
 /// narrowest group (at least 4 lanes) whose lanes hold at most 16 elements of a row, so a
 /// token's fixed costs (its address, the shuffles, the exponential) are shared by more channels
 /// a lane than step 05's groups give: 8 lanes of 16 channels at bf16 and head dim 128. Narrower
-/// still (4 lanes of 32) measured slower on the H200: the registers and copy slots it needs
-/// leave 3 programs an SM. With several heads the registers for queries and accumulators run
+/// still (4 lanes of 32) measured slower on the H200, twice: with 3 programs an SM (run v10),
+/// and with 4 once the merge shared the copy slots' space (v19: mha-batch 90 -> 73% of the
+/// datasheet, step 07 on long-single 62 -> 82 us). With several heads the registers for queries and accumulators run
 /// out first: up to 32 lanes.
 template <class T, int HEAD_DIM, int HEADS, int CAP = 32>
 __host__ __device__ constexpr int attend_group_cap() {
@@ -124,11 +125,12 @@ __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
 }
 
 /// Attends query heads first_q_head .. first_q_head+HEADS-1 (all served by \p kv_head; HEADS is
-/// 1 until step 08) to tokens [begin, end) of \p seq in one pass. Each iteration thread group g
-/// takes TOKENS consecutive tokens and reads each token's slice once for all HEADS heads; the
-/// copies of the next tiles (kStages - 1 of them) are in flight while one is used, and the
-/// running max is updated once per iteration. Then the groups' (max, sum, acc) are merged through
-/// \p shared (HEADS * merge_floats() floats) and `emit(h, d, acc, max, sum)` is called once per
+/// 1 until step 08) to tokens [begin, end) of \p seq in one pass. The range is cut into
+/// groups * TOKENS contiguous streams; each iteration thread group g takes the next token of
+/// each of its TOKENS streams and reads each token's slice once for all HEADS heads; the copies
+/// of the next tiles (kStages - 1 of them) are in flight while one is used, and the running max
+/// is updated once per iteration. Then the groups' (max, sum, acc) are merged through \p shared
+/// (HEADS * merge_floats() floats, in the copy slots' space) and `emit(h, d, acc, max, sum)` is called once per
 /// head h and channel d with the merged, not yet normalised, values: max in base-2 units,
 /// sum == 0 when there were no tokens. Ends with a barrier, so \p shared may be reused at once.
 template <class T, int HEAD_DIM, int HEADS, int TOKENS, class Shared, class Emit>
