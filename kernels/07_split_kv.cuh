@@ -116,6 +116,10 @@ inline constexpr int kMinTokensPerSplit = 256;
 /// (or their lengths are unknown): many short programs let the SMs that finish early take more,
 /// so a long sequence does not run alone at the end (see the page for the measurement).
 inline constexpr int kRounds = 8;
+/// The most programs an SM the one-wave split count fills: the split sweeps on the H200 (runs
+/// v14 and v20) found both split kernels fastest near 4 programs (16 warps) an SM whatever more
+/// the SM could hold, and each program more pays its fixed costs again.
+inline constexpr int kWavePrograms = 4;
 
 inline int threads_of(const KernelOptions& options) {
   return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
@@ -125,8 +129,8 @@ inline int threads_of(const KernelOptions& options) {
 /// Splits per (sequence, head) for \p programs (sequence, head) pairs. The slots: what every
 /// SM holds at once (\p resident_per_sm, from the occupancy calculator: registers, threads and
 /// shared memory). When every sequence has the same length (p.total_context_len says so) and the
-/// pairs do not fill the slots, one wave: as many equal splits as the slots hold, so they all
-/// finish together. Otherwise enough programs for kRounds rounds of the slots, so the SMs that
+/// pairs do not fill the slots, one wave: as many equal splits as the slots hold, counting at
+/// most kWavePrograms programs an SM, so they all finish together. Otherwise enough programs for kRounds rounds of the slots, so the SMs that
 /// finish early balance the long sequences. No split under kMinTokensPerSplit tokens;
 /// `options.num_splits` or `options.partition_tokens` override it.
 inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int resident_per_sm,
@@ -136,8 +140,9 @@ inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int resi
   if (options.partition_tokens > 0) return static_cast<int>((p.max_context_len + options.partition_tokens - 1) / options.partition_tokens);
   programs = std::max<std::int64_t>(programs, 1);
   const std::int64_t slots = std::int64_t{device.sm_count} * resident_per_sm;
+  const std::int64_t wave = std::int64_t{device.sm_count} * std::min(resident_per_sm, kWavePrograms);
   const bool uniform = p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len;
-  const std::int64_t wanted = uniform && programs < slots ? slots / programs
+  const std::int64_t wanted = uniform && programs < slots ? wave / programs  // 0 (then 1) past the wave
                                                           : (kRounds * slots + programs - 1) / programs;
   const std::int64_t most = (p.max_context_len + kMinTokensPerSplit - 1) / kMinTokensPerSplit;
   return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::max<std::int64_t>(most, 1)));

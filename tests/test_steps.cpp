@@ -112,10 +112,14 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   pa::DecodeProblem short_ctx = long_single;
   short_ctx.max_context_len = 300;
   CHECK(emu_kernels::step07::choose_splits(short_ctx, 32, 8, {}, h200) == 2);  // no split under 256 tokens
-  // Known equal lengths and fewer pairs than slots: one wave of equal splits, 132 * 5 / 32 = 20.
+  // Known equal lengths and fewer pairs than slots: one wave of equal splits, at most
+  // kWavePrograms = 4 programs an SM: 132 * 4 / 32 = 16 with 5 or 6 resident, 132 * 2 / 32 with 2.
   pa::DecodeProblem uniform = long_single;
   uniform.total_context_len = 32768;
-  CHECK(emu_kernels::step07::choose_splits(uniform, 32, 5, {}, h200) == 132 * 5 / 32);
+  CHECK(emu_kernels::step07::choose_splits(uniform, 32, 5, {}, h200) == 132 * 4 / 32);
+  CHECK(emu_kernels::step07::choose_splits(uniform, 32, 6, {}, h200) == 132 * 4 / 32);
+  CHECK(emu_kernels::step07::choose_splits(uniform, 32, 2, {}, h200) == 132 * 2 / 32);
+  CHECK(emu_kernels::step07::choose_splits(uniform, 600, 5, {}, h200) == 1);  // past the wave, within the slots: unsplit
   CHECK(emu_kernels::step07::choose_splits(uniform, 8, 4, {}, h200) == 132 * 4 / 8);  // step 08's 8 pairs: 66
   pa::DecodeProblem ragged = uniform;
   ragged.num_seqs = 2;
