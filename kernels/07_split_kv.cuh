@@ -7,10 +7,11 @@
 /// (`long-single`: 32 programs for 132 SMs) leaves most of the GPU idle. Here the grid has a
 /// third axis, the split: program (seq, head, split) runs step 06's online_attend over its
 /// slice of the context and writes its unnormalised result (max, sum, acc[head_dim]) to the
-/// workspace; merge_splits then combines the splits of each (seq, head) in a fixed order, so
-/// the same input gives the same bits. The split count comes from the device: enough programs
-/// for kRounds rounds of what every SM holds at once (the occupancy calculator's answer), but
-/// no split shorter than 256 tokens.
+/// workspace; merge_splits, launched overlapped with the split kernel's end, then combines the
+/// splits of each (seq, head) in a fixed order, so the same input gives the same bits. The split
+/// count comes from the device (the occupancy calculator's programs an SM): one wave of at most
+/// kWavePrograms programs an SM when the sequences are equally long, else enough programs for
+/// kRounds rounds of what every SM holds at once; no split shorter than 256 tokens.
 /// Splits past a short sequence's end are empty: they write sum 0, which weighs nothing, and
 /// context 0 gives a row of zeros, never NaN.
 ///
