@@ -94,8 +94,8 @@ inline constexpr int kDefaultTileTokens = 1;
 /// a lane than step 05's groups give: 8 lanes of 16 channels at bf16 and head dim 128. Narrower
 /// still (4 lanes of 32) measured slower on the H200, twice: with 3 programs an SM (run v10),
 /// and with 4 once the merge shared the copy slots' space (v19: mha-batch 90 -> 73% of the
-/// datasheet, step 07 on long-single 62 -> 82 us). With several heads the registers for queries and accumulators run
-/// out first: up to 32 lanes.
+/// datasheet, step 07 on long-single 62 -> 82 us). With several heads the registers for
+/// queries and accumulators run out first: up to 32 lanes.
 template <class T, int HEAD_DIM, int HEADS, int CAP = 32>
 __host__ __device__ constexpr int attend_group_cap() {
   if constexpr (HEADS == 1 && CAP > 4 && Slices<T, HEAD_DIM, CAP / 2>::kElems <= 16)
@@ -130,9 +130,9 @@ __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
 /// each of its TOKENS streams and reads each token's slice once for all HEADS heads; the copies
 /// of the next tiles (kStages - 1 of them) are in flight while one is used, and the running max
 /// is updated once per iteration. Then the groups' (max, sum, acc) are merged through \p shared
-/// (HEADS * merge_floats() floats, in the copy slots' space) and `emit(h, d, acc, max, sum)` is called once per
-/// head h and channel d with the merged, not yet normalised, values: max in base-2 units,
-/// sum == 0 when there were no tokens. Ends with a barrier, so \p shared may be reused at once.
+/// (HEADS * merge_floats() floats, in the copy slots' space) and `emit(h, d, acc, max, sum)` is
+/// called once per head h and channel d with the merged, not yet normalised, values: max in
+/// base-2 units, sum == 0 when there were no tokens. Ends with a barrier, so \p shared may be reused at once.
 template <class T, int HEAD_DIM, int HEADS, int TOKENS, class Shared, class Emit>
 __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_head, int kv_head, int begin, int end,
                               Shared shared, Emit emit) {
@@ -171,8 +171,8 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   const int run = end > begin ? (end - begin + streams - 1) / streams : 0;  // the same in every lane
   const int tiles = run;
   struct Cursor {
-    int next;                // the next token this stream copies
-    int stop;                // one past its last token
+    int next;          // the next token this stream copies
+    int stop;          // one past its last token
     int slot;          // next's slot in its page
     int index;         // next's page, as an index into the block table
     std::int64_t row;  // element offset of this lane's channels of token next
