@@ -243,63 +243,6 @@ __device__ __forceinline__ void store_vec(const gspan<T>& span, std::int64_t ind
 #endif
 }
 
-// ----- asynchronous copies into shared memory ---------------------------------------------
-// A thread hands the memory system 16-byte copies from global to shared memory and goes on; the
-// bytes travel without passing through its registers, so it can have many in flight (a
-// register prefetch holds a register per 4 bytes until the data is used). Copies are grouped:
-// async_commit() closes a group, async_wait<n>() returns once at most n of this thread's groups
-// are still in flight. A thread may read what it copied itself after that wait; other threads
-// need a barrier as well. Shared memory is addressed in floats (the emulator tracks one element
-// type per array), 16 bytes = 4 floats, 16-byte aligned.
-//
-// Under nvcc these are `cp.async.cg` (sm_80 and later), `cp.async.commit_group` and
-// `cp.async.wait_group`. In the emulator a copy completes at once (a legal schedule: the GPU
-// may also finish early); the global read is checked and counted like load_vec, and the race
-// detector sees the shared-memory write as this thread's.
-
-/// Starts copying elements [index, index+N) of \p src (16 bytes) to floats [at, at+4) of \p dst.
-template <int N, class T, class Shared>
-__device__ __forceinline__ void copy_async(Shared dst, int at, const gspan<T>& src, std::int64_t index) {
-  static_assert(N * sizeof(T) == 16, "asynchronous copies move 16 bytes");
-#if defined(__CUDACC__)
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(dst + at));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(src.ptr + index) : "memory");
-#else
-  std::remove_const_t<T> values[N];
-  src.load_vector(index, N, values);
-  float words[4];
-  std::memcpy(words, values, 16);
-  for (int i = 0; i < 4; ++i) dst[at + i] = words[i];
-#endif
-}
-
-/// Starts filling floats [at, at+4) of \p dst with zero bytes (a copy that reads nothing).
-template <class T, class Shared>
-__device__ __forceinline__ void zero_async(Shared dst, int at, const gspan<T>& any) {
-#if defined(__CUDACC__)
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(dst + at));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, 0;\n" ::"r"(address), "l"(any.ptr) : "memory");
-#else
-  (void)any;
-  for (int i = 0; i < 4; ++i) dst[at + i] = 0.0f;
-#endif
-}
-
-/// Closes this thread's current group of asynchronous copies.
-__device__ __forceinline__ void async_commit() {
-#if defined(__CUDACC__)
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-/// Waits until at most PENDING of this thread's committed groups are still in flight.
-template <int PENDING>
-__device__ __forceinline__ void async_wait() {
-#if defined(__CUDACC__)
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-#endif
-}
-
 // ----- shared-memory slots ------------------------------------------------------------------
 // A loop that addresses the same shared-memory slots every iteration can name them once:
 // shared_slot(shared, at) is floats [at, at+4) of \p shared, `slot + floats` a slot further on.
@@ -337,57 +280,96 @@ template <class Shared>
 void keep_in_register(SharedSlot<Shared>&) {}
 #endif
 
-/// copy_async into a slot.
+// ----- asynchronous copies into shared memory ---------------------------------------------
+// A thread hands the memory system 16-byte copies from global to shared memory and goes on; the
+// bytes travel without passing through its registers, so it can have many in flight (a
+// register prefetch holds a register per 4 bytes until the data is used). Copies are grouped:
+// async_commit() closes a group, async_wait<n>() returns once at most n of this thread's groups
+// are still in flight. A thread may read what it copied itself after that wait; other threads
+// need a barrier as well. Shared memory is addressed in floats (the emulator tracks one element
+// type per array), 16 bytes = 4 floats, 16-byte aligned.
+//
+// Under nvcc these are `cp.async.cg` (sm_80 and later), `cp.async.commit_group` and
+// `cp.async.wait_group`. In the emulator a copy completes at once (a legal schedule: the GPU
+// may also finish early); the global read is checked and counted like load_vec, and the race
+// detector sees the shared-memory write as this thread's.
+
+/// Starts copying elements [index, index+N) of \p src (16 bytes) to the slot \p dst.
 template <int N, class T, class Shared>
 __device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const gspan<T>& src, std::int64_t index) {
-#if defined(__CUDACC__)
   static_assert(N * sizeof(T) == 16, "asynchronous copies move 16 bytes");
+#if defined(__CUDACC__)
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst.address), "l"(src.ptr + index) : "memory");
 #else
-  copy_async<N>(dst.array, dst.at, src, index);
+  std::remove_const_t<T> values[N];
+  src.load_vector(index, N, values);
+  float words[4];
+  std::memcpy(words, values, 16);
+  for (int i = 0; i < 4; ++i) dst.array[dst.at + i] = words[i];
 #endif
 }
 
-/// zero_async into a slot.
+/// Starts filling the slot \p dst with zero bytes (a copy that reads nothing).
 template <class T, class Shared>
 __device__ __forceinline__ void zero_async(SharedSlot<Shared> dst, const gspan<T>& any) {
 #if defined(__CUDACC__)
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, 0;\n" ::"r"(dst.address), "l"(any.ptr) : "memory");
 #else
-  zero_async(dst.array, dst.at, any);
+  (void)any;
+  for (int i = 0; i < 4; ++i) dst.array[dst.at + i] = 0.0f;
 #endif
 }
 
-/// Reads floats [at, at+4) of shared memory as N elements of T (one 16-byte shared load).
-template <class T, int N, class Shared>
-__device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at) {
-  static_assert(N * sizeof(T) == 16, "16-byte shared loads");
+/// copy_async to floats [at, at+4) of \p dst.
+template <int N, class T, class Shared>
+__device__ __forceinline__ void copy_async(Shared dst, int at, const gspan<T>& src, std::int64_t index) {
+  copy_async<N>(shared_slot(dst, at), src, index);
+}
+
+/// zero_async of floats [at, at+4) of \p dst.
+template <class T, class Shared>
+__device__ __forceinline__ void zero_async(Shared dst, int at, const gspan<T>& any) {
+  zero_async(shared_slot(dst, at), any);
+}
+
+/// Closes this thread's current group of asynchronous copies.
+__device__ __forceinline__ void async_commit() {
 #if defined(__CUDACC__)
-  return *reinterpret_cast<const Vec<T, N>*>(src + at);
-#else
-  float words[4];
-  for (int i = 0; i < 4; ++i) words[i] = src[at + i];
-  Vec<T, N> out;
-  std::memcpy(out.v, words, 16);
-  return out;
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 
-/// load_shared_vec from a slot.
+/// Waits until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void async_wait() {
+#if defined(__CUDACC__)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+#endif
+}
+
+/// Reads the slot \p src as N elements of T (one 16-byte shared load).
 template <class T, int N, class Shared>
 __device__ __forceinline__ Vec<T, N> load_shared_vec(SharedSlot<Shared> src) {
   static_assert(N * sizeof(T) == 16, "16-byte shared loads");
-#if defined(__CUDACC__)
   Vec<T, N> out;
+#if defined(__CUDACC__)
   unsigned words[4];
   asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])
                : "r"(src.address));
   memcpy(out.v, words, 16);
-  return out;
 #else
-  return load_shared_vec<T, N>(src.array, src.at);
+  float words[4];
+  for (int i = 0; i < 4; ++i) words[i] = src.array[src.at + i];
+  std::memcpy(out.v, words, 16);
 #endif
+  return out;
+}
+
+/// load_shared_vec of floats [at, at+4) of \p src.
+template <class T, int N, class Shared>
+__device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at) {
+  return load_shared_vec<T, N>(shared_slot(src, at));
 }
 
 // ----- overlapped launches ----------------------------------------------------------------
