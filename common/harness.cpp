@@ -421,7 +421,8 @@ same workload, one table each: a sweep)
   --tile N             tokens a thread group takes per iteration (steps 06-08: 1, 2 or 4)
 output
   --json FILE          write the results as JSON (with the hardware stamp)
-  --trace SEQ,HEAD[,Z] print what program (SEQ,HEAD,Z) read in the emulator
+  --trace SEQ,HEAD[,Z] print what the program of sequence SEQ, head HEAD (and split Z) read in
+                       the emulator
   --runs N             timed GPU runs (median reported; default 20)
   --no-gpu             skip the GPU even if one is present
   --quiet              print nothing unless something fails
@@ -587,7 +588,9 @@ int kernel_step_main(int step, int argc, char** argv) {
         these.sample = true;
       }
       for (const KernelOptions& options : flags.options) {
-        if (!big && flags.trace) emu::trace_program(flags.trace_block.x, flags.trace_block.y, flags.trace_block.z);
+        const emu::dim3 traced = entry.heads_first ? emu::dim3(flags.trace_block.y, flags.trace_block.x, flags.trace_block.z)
+                                                   : flags.trace_block;  // trace_block is (sequence, head, z)
+        if (!big && flags.trace) emu::trace_program(traced.x, traced.y, traced.z);
         const StepReport report = run_step(step, workload, options, these);
         all_ok = all_ok && report.ok;
         if (!flags.quiet || !report.ok) {
@@ -602,8 +605,8 @@ int kernel_step_main(int step, int argc, char** argv) {
           std::cout << '\n';
         }
         if (flags.trace) {
-          if (!flags.quiet) std::cout << "trace of program " << flags.trace_block.x << ',' << flags.trace_block.y << ','
-                                      << flags.trace_block.z << " (sequence " << flags.trace_seq << "):\n"
+          if (!flags.quiet) std::cout << "trace of program " << traced.x << ',' << traced.y << ',' << traced.z
+                                      << " (sequence " << flags.trace_seq << "):\n"
                                       << describe_trace(workload, flags.trace_seq) << '\n';
           emu::clear_trace();
         }

@@ -83,6 +83,10 @@ struct KernelEntry {
   /// memory, and for the split steps the split count), computed by the same code the launch
   /// uses. nullptr where a step has nothing beyond its grid to say.
   std::string (*describe)(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) = nullptr;
+  /// The grid's first axis is the head and its second the sequence (steps 07 and 08, so that
+  /// the programs sharing a KV head are launched together); else the sequence comes first.
+  /// Tools that name a program by (sequence, head, z), like `--trace`, use it to find the program.
+  bool heads_first = false;
 };
 
 }  // namespace pa

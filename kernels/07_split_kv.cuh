@@ -5,10 +5,13 @@
 ///
 /// What changed since step 06: a batch with few (sequence, head) pairs and long contexts
 /// (`long-single`: 32 programs for 132 SMs) leaves most of the GPU idle. Here the grid has a
-/// third axis, the split: program (seq, head, split) runs step 06's online_attend over its
+/// third axis, the split: program (head, seq, split) runs step 06's online_attend over its
 /// slice of the context and writes its unnormalised result (max, sum, acc[head_dim]) to the
 /// workspace; merge_splits, launched overlapped with the split kernel's end, then combines the
-/// splits of each (seq, head) in a fixed order, so the same input gives the same bits. The split
+/// splits of each (seq, head) in a fixed order, so the same input gives the same bits. The
+/// query head is the grid's first axis (step 06 has the sequence first), so the programs of the
+/// query heads that share a KV head are next to each other in launch order and run at the same
+/// time: the L2 then serves most of their repeated reads of each K and V row. The split
 /// count comes from the device (the occupancy calculator's programs an SM): one wave of at most
 /// kWavePrograms programs an SM when the sequences are equally long, else enough programs for
 /// kRounds rounds of what every SM holds at once; no split shorter than 256 tokens.
@@ -36,14 +39,14 @@ struct Partials {
 };
 
 // [split]
-/// Program (seq, q_head, split): step 06's pass over tokens [split*partition, ...), written
+/// Program (q_head, seq, split): step 06's pass over tokens [split*partition, ...), written
 /// unnormalised to the partials.
 template <class T, int HEAD_DIM, int TOKENS>
 __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
   allow_next_kernel();  // the merge may take the SMs this grid leaves free; it waits for our partials
-  const int seq = blockIdx.x;
-  const int q_head = blockIdx.y;
+  const int q_head = blockIdx.x;  // the query heads of one KV head are next to each other in launch order
+  const int seq = blockIdx.y;
   const int split = blockIdx.z;
   const int context_len = args.context_lens[seq];
   const int begin = std::min(split * partials.partition, context_len);  // empty past the end
@@ -61,7 +64,7 @@ __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
 // [split]
 
 // [merge]
-/// Program (seq, q_head), kMergeThreads threads: combines the splits. Each split's acc was
+/// Program (q_head, seq), kMergeThreads threads: combines the splits. Each split's acc was
 /// summed relative to its own max m_s (base 2); scaled by 2^(m_s - M) to the overall max M, the sums
 /// and accs add up. The threads form `slices` copies of the head_dim channels; slice i takes
 /// splits i, i + slices, ... (so a long context's 128 splits cost each thread 32 loads, not
@@ -71,8 +74,8 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
   PA_SHARED(float, scratch, 32);
   PA_SHARED(float, slice_accs, 512);  // [slices][HEAD_DIM]
   PA_SHARED(float, slice_sums, 32);   // [slices]
-  const int seq = blockIdx.x;
-  const int q_head = blockIdx.y;
+  const int q_head = blockIdx.x;
+  const int seq = blockIdx.y;
   const std::int64_t first = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits;
   wait_for_previous_kernel();  // launched overlapped with the split kernel: its partials are complete from here
   float local_max = -INFINITY;
@@ -161,6 +164,8 @@ inline void check_split_kernel(const DecodeProblem& problem, const KernelOptions
   const int threads = threads_of(options);
   PA_REQUIRE(threads >= 32 && threads <= 1024 && threads % 32 == 0, kernel, "options.threads_per_block",
              "a multiple of 32 in [32, 1024] (whole warps)", threads);
+  PA_REQUIRE(problem.num_seqs <= 65535, kernel, "num_seqs", "at most 65535 (the grid's y limit: sequences are its second axis)",
+             problem.num_seqs);
   PA_REQUIRE(options.num_splits >= 0 && options.num_splits <= 65535, kernel, "options.num_splits",
              "0 (choose) or 1 to 65535 (the grid's z limit)", options.num_splits);
   PA_REQUIRE(options.partition_tokens >= 0, kernel, "options.partition_tokens", ">= 0", options.partition_tokens);
@@ -231,9 +236,9 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
     using T = decltype(storage);
     constexpr int D = decltype(head_dim)::value;
     const DecodeArgs<T> args = make_args<T>(view);
-    launch_kernel("step07_split_decode", kernel, dim3(p.num_seqs, p.num_q_heads, splits), dim3(threads),
+    launch_kernel("step07_split_decode", kernel, dim3(p.num_q_heads, p.num_seqs, splits), dim3(threads),
                   static_cast<std::size_t>(shared), stream, args, partials);
-    launch_kernel_overlapped("step07_merge_splits", merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(kMergeThreads), 0,
+    launch_kernel_overlapped("step07_merge_splits", merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs), dim3(kMergeThreads), 0,
                   stream, args, partials);
   });
 }
@@ -250,7 +255,7 @@ std::string describe_split_launch(const DecodeProblem& p, const KernelOptions& o
     resident = resident_programs_per_sm(kernel, threads_of(options), static_cast<std::size_t>(bytes), device);
   });
   const int splits = choose_splits(p, std::int64_t{p.num_seqs} * heads_axis, resident, options, device);
-  return cat("grid ", p.num_seqs, " x ", heads_axis, " x ", splits, " programs of ", threads_of(options), " threads, ",
+  return cat("grid ", heads_axis, " x ", p.num_seqs, " x ", splits, " programs of ", threads_of(options), " threads, ",
              shared, " B shared memory, ", resident, " programs an SM on ", device.name, "; ", splits,
              splits == 1 ? " split of " : " splits of ", partition_of(p, splits), " tokens");
 }
@@ -260,6 +265,6 @@ inline std::string describe(const DecodeProblem& p, const KernelOptions& options
                                [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step07::with_kernel(q, o, f); });
 }
 
-inline KernelEntry entry() { return {7, kName, kBackend, &check, &workspace_bytes, &launch, &describe}; }
+inline KernelEntry entry() { return {7, kName, kBackend, &check, &workspace_bytes, &launch, &describe, true}; }
 
 }  // namespace pa::PA_KERNELS::step07

@@ -5,7 +5,7 @@
 ///
 /// What changed since step 07: with 32 query heads over 8 KV heads, steps 03–07 read every K
 /// and V row four times (once per query head of its group; the emulator's byte count shows it).
-/// Here program (seq, kv_head, split) loads each token's K and V slice once and uses it for
+/// Here program (kv_head, seq, split) loads each token's K and V slice once and uses it for
 /// HEADS query heads at a time (online_attend's HEADS, 1 until now); a group larger than HEADS
 /// takes several passes over the split. HEADS is the largest power of two dividing the group
 /// size whose queries and accumulators still fit in registers (64 floats a lane); the split
@@ -23,13 +23,13 @@ using step06::online_attend;
 using step07::Partials;
 
 // [kernel]
-/// Program (seq, kv_head, split): every query head of the KV head's group, HEADS per pass.
+/// Program (kv_head, seq, split): every query head of the KV head's group, HEADS per pass.
 template <class T, int HEAD_DIM, int HEADS, int TOKENS>
 __global__ void gqa_split_decode(DecodeArgs<T> args, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
   allow_next_kernel();  // as in step 07: the merge may be placed early and waits for the partials
-  const int seq = blockIdx.x;
-  const int kv_head = blockIdx.y;
+  const int kv_head = blockIdx.x;  // heads first, as in step 07
+  const int seq = blockIdx.y;
   const int split = blockIdx.z;
   const int context_len = args.context_lens[seq];
   const int begin = std::min(split * partials.partition, context_len);
@@ -130,9 +130,9 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
     using T = decltype(storage);
     constexpr int D = decltype(head_dim)::value;
     const DecodeArgs<T> args = make_args<T>(view);
-    launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_seqs, p.num_kv_heads, splits), dim3(threads),
+    launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_kv_heads, p.num_seqs, splits), dim3(threads),
                   static_cast<std::size_t>(shared), stream, args, partials);
-    launch_kernel_overlapped("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_seqs, p.num_q_heads),
+    launch_kernel_overlapped("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs),
                   dim3(step07::kMergeThreads), 0, stream, args, partials);
   });
 }
@@ -143,6 +143,6 @@ inline std::string describe(const DecodeProblem& p, const KernelOptions& options
       [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step08::with_kernel(q, o, f); });
 }
 
-inline KernelEntry entry() { return {8, kName, kBackend, &check, &workspace_bytes, &launch, &describe}; }
+inline KernelEntry entry() { return {8, kName, kBackend, &check, &workspace_bytes, &launch, &describe, true}; }
 
 }  // namespace pa::PA_KERNELS::step08

@@ -122,6 +122,13 @@ inline void check_refusals(Backend backend, int step) {
     PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "options.tile_tokens");
     PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "one of 1, 2, 4");
   }
+  if (step >= 7) {  // the split kernels put the sequences on the grid's y axis
+    DecodeProblem many = make_workload(debug_spec()).problem;
+    many.num_seqs = 65536;
+    many.total_context_len = 0;
+    PA_REQUIRE_THROWS_AS_WITH(entry.check(many, {}, DeviceLimits::pretend_h200()), ArgumentError, "num_seqs");
+    PA_REQUIRE_THROWS_AS_WITH(entry.check(many, {}, DeviceLimits::pretend_h200()), ArgumentError, "at most 65535");
+  }
 }
 
 /// An empty batch launches nothing and raises nothing.

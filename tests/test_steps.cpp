@@ -144,7 +144,7 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
     CHECK(line.find(std::to_string(splits) + " splits of " +
                     std::to_string(emu_kernels::step07::partition_of(long_single, splits)) + " tokens") !=
           std::string::npos);
-    CHECK(line.find(std::string("grid 1 x ") + (step == 7 ? "32" : "8") + " x " + std::to_string(splits)) !=
+    CHECK(line.find(std::string("grid ") + (step == 7 ? "32" : "8") + " x 1 x " + std::to_string(splits)) !=
           std::string::npos);
   }
 
