@@ -5,6 +5,10 @@
 // steps/05_warps_and_vectors, steps/06_online_softmax, steps/07_split_kv and steps/08_gqa_sharing
 // (tests/test_gpu_steps.cpp runs the same checks on the GPU).
 #include "tests/step_checks.h"
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 using pa::Backend;
 using pa::DType;
@@ -181,4 +185,33 @@ TEST_CASE("step08 reads K and V once per KV head; step 07 once per query head", 
   CHECK(step7.traffic.tensors.at("key_cache").bytes_read == once * 4);
   CHECK(step8.traffic.tensors.at("key_cache").bytes_read == once);
   CHECK(step8.traffic.tensors.at("value_cache").bytes_read == once);
+}
+
+TEST_CASE("--trace names a program by sequence, head and split, whatever the grid's order", "[step07]") {
+  // Step 07's grid is (head, sequence, split), step 06's (sequence, head): the flag means the same in both.
+  auto trace_of = [](int step, std::vector<std::string> args) {
+    args.insert(args.begin(), "step");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    std::ostringstream out;
+    std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+    const int rc = pa::kernel_step_main(step, static_cast<int>(argv.size()), argv.data());
+    std::cout.rdbuf(saved);
+    CHECK(rc == 0);
+    return out.str();
+  };
+  const std::vector<std::string> workload = {"--q-heads", "8", "--kv-heads", "2", "--dtype", "bf16", "--head-dim", "128",
+                                             "--context", "600,37", "--no-gpu"};
+  std::vector<std::string> args = workload;
+  for (const char* a : {"--splits", "3", "--trace", "0,5,1"}) args.emplace_back(a);
+  const std::string split = trace_of(7, args);
+  INFO(split);
+  CHECK(split.find("trace of program 5,0,1 (sequence 0)") != std::string::npos);
+  CHECK(split.find("kv heads {1}, tokens 200..399 (200 distinct)") != std::string::npos);  // head 5 is KV head 1; split 1 of 3
+  args = workload;
+  for (const char* a : {"--trace", "1,2"}) args.emplace_back(a);
+  const std::string whole = trace_of(6, args);
+  INFO(whole);
+  CHECK(whole.find("trace of program 1,2,0 (sequence 1)") != std::string::npos);
+  CHECK(whole.find("kv heads {0}, tokens 0..36 (37 distinct)") != std::string::npos);  // sequence 1 has 37 tokens
 }
