@@ -194,10 +194,11 @@ TEST_CASE("--trace names a program by sequence, head and split, whatever the gri
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     std::ostringstream out;
-    std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
-    const int rc = pa::kernel_step_main(step, static_cast<int>(argv.size()), argv.data());
-    std::cout.rdbuf(saved);
-    CHECK(rc == 0);
+    struct Restore {  // std::cout back to its own buffer, also when the step throws
+      std::streambuf* saved;
+      ~Restore() { std::cout.rdbuf(saved); }
+    } restore{std::cout.rdbuf(out.rdbuf())};
+    CHECK(pa::kernel_step_main(step, static_cast<int>(argv.size()), argv.data()) == 0);
     return out.str();
   };
   const std::vector<std::string> workload = {"--q-heads", "8", "--kv-heads", "2", "--dtype", "bf16", "--head-dim", "128",
