@@ -580,7 +580,8 @@ def bare_read_table(ladder: Ladder) -> str:
 
 BARE_READ_NOTE = ("A bare read is a kernel that only reads the workload's bytes, in chunks of one KV head's tokens: "
                   "each chunk by one program (the pattern of step 08 on), or by each query head's program of the group, "
-                  "next to each other in launch order (the pattern of steps 03-07); the fastest of chunks of 256 and 1024 "
+                  "next to each other in launch order (what steps 03-07 read; step 07 also launches them in that order); "
+                  "the fastest of chunks of 256 and 1024 "
                   "tokens and 128 and 256 threads, L2 flushed, in the same run.")
 
 
