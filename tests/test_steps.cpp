@@ -187,7 +187,7 @@ TEST_CASE("step08 reads K and V once per KV head; step 07 once per query head", 
   CHECK(step8.traffic.tensors.at("value_cache").bytes_read == once);
 }
 
-TEST_CASE("--trace names a program by sequence, head and split, whatever the grid's order", "[step07]") {
+TEST_CASE("the trace flag names a program by sequence, head and split, whatever the grid's order", "[step07]") {
   // Step 07's grid is (head, sequence, split), step 06's (sequence, head): the flag means the same in both.
   auto trace_of = [](int step, std::vector<std::string> args) {
     args.insert(args.begin(), "step");
