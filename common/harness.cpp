@@ -399,8 +399,7 @@ struct Flags {
   int runs = 20;
   std::string json_path;
   bool trace = false;
-  emu::dim3 trace_block;
-  int trace_seq = 0;
+  emu::dim3 trace_at;  ///< (sequence, head, z) of the traced program, whatever the grid's order
 };
 
 const char* kUsage = R"(usage: %s [flags]
@@ -524,8 +523,7 @@ Flags parse_flags(int argc, char** argv) {
       const std::vector<int> at = parse_list(flag, value());
       if (at.size() < 2 || at.size() > 3) throw_argument("flags", flag, "SEQ,HEAD or SEQ,HEAD,Z", cat(at.size(), " numbers"));
       f.trace = true;
-      f.trace_seq = at[0];
-      f.trace_block = emu::dim3(static_cast<unsigned>(at[0]), static_cast<unsigned>(at[1]),
+      f.trace_at = emu::dim3(static_cast<unsigned>(at[0]), static_cast<unsigned>(at[1]),
                                 static_cast<unsigned>(at.size() == 3 ? at[2] : 0));
     } else {
       throw_argument("flags", "flag", "one of the flags --help lists", flag);
@@ -575,6 +573,8 @@ int kernel_step_main(int step, int argc, char** argv) {
     if (gpu_here && flags.runs > 0) settings.roof_gbps = gpu::measure_roof_gbps(std::size_t{1} << 30, 10);
 
     const KernelEntry& entry = kernel(step, Backend::emulator);
+    const emu::dim3 traced = entry.heads_first ? emu::dim3(flags.trace_at.y, flags.trace_at.x, flags.trace_at.z)
+                                               : flags.trace_at;  // the traced program's grid coordinates
     const Stamp stamp = Stamp::collect(gpu_here);
     Json results = Json::array();
     std::vector<StepReport> reports;
@@ -588,8 +588,6 @@ int kernel_step_main(int step, int argc, char** argv) {
         these.sample = true;
       }
       for (const KernelOptions& options : flags.options) {
-        const emu::dim3 traced = entry.heads_first ? emu::dim3(flags.trace_block.y, flags.trace_block.x, flags.trace_block.z)
-                                                   : flags.trace_block;  // trace_block is (sequence, head, z)
         if (!big && flags.trace) emu::trace_program(traced.x, traced.y, traced.z);
         const StepReport report = run_step(step, workload, options, these);
         all_ok = all_ok && report.ok;
@@ -606,8 +604,8 @@ int kernel_step_main(int step, int argc, char** argv) {
         }
         if (flags.trace) {
           if (!flags.quiet) std::cout << "trace of program " << traced.x << ',' << traced.y << ',' << traced.z
-                                      << " (sequence " << flags.trace_seq << "):\n"
-                                      << describe_trace(workload, flags.trace_seq) << '\n';
+                                      << " (sequence " << flags.trace_at.x << "):\n"
+                                      << describe_trace(workload, static_cast<int>(flags.trace_at.x)) << '\n';
           emu::clear_trace();
         }
         Json row = Json::object();
