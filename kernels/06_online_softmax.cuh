@@ -165,25 +165,28 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   // Each thread group owns TOKENS streams of tokens (u = 0 .. TOKENS-1): stream
   // group * TOKENS + u is a contiguous run of the range [begin, end), and tile t takes token t of
   // every stream. A stream walks its pages in order, so a lane looks its page up in the block
-  // table once per page, not once per token: between pages a token's address is the last one
+  // table once per page, not once per token: between pages a token's K and V are the last ones
   // plus the token stride (the cursor below).
   const int streams = groups * TOKENS;
   const int run = end > begin ? (end - begin + streams - 1) / streams : 0;  // the same in every lane
   const int tiles = run;
   struct Cursor {
-    int next;          // the next token this stream copies
-    int stop;          // one past its last token
-    int slot;          // next's slot in its page
-    int index;         // next's page, as an index into the block table
-    std::int64_t row;  // element offset of this lane's channels of token next
+    int next;                    // the next token this stream copies
+    int stop;                    // one past its last token
+    int slot;                    // next's slot in its page
+    int index;                   // next's page, as an index into the block table
+    GlobalCursor<const T> k, v;  // this lane's channels of token next
   };
   Cursor cursor[TOKENS];
   int count[TOKENS];  // tokens in each stream: tile t of stream u is valid when t < count[u]
   const std::int64_t table_row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
   const int lane_channels = kv_head * static_cast<int>(args.head_stride) + rank * S::kVec;  // < 2^31: validate
-  auto look_up = [&](Cursor& c) {  // row of slot c.slot of page c.index
+  const int token_stride = static_cast<int>(args.token_stride);                           // < 2^31: validate
+  auto look_up = [&](Cursor& c) {  // K and V of slot c.slot of page c.index
     const std::int32_t page = args.block_tables[table_row + c.index];
-    c.row = args.kv_offset(page, 0, c.slot) + lane_channels;
+    const std::int64_t row = args.kv_offset(page, 0, c.slot) + lane_channels;
+    c.k = global_cursor(args.key_cache, row);
+    c.v = global_cursor(args.value_cache, row);
   };
   PA_UNROLL
   for (int u = 0; u < TOKENS; ++u) {
@@ -193,64 +196,70 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     count[u] = c.stop - c.next;
     c.index = args.block_shift >= 0 ? c.next >> args.block_shift : c.next / args.block_size;
     c.slot = args.block_shift >= 0 ? c.next & (args.block_size - 1) : c.next % args.block_size;
-    c.row = 0;
+    c.k = global_cursor(args.key_cache, 0);
+    c.v = global_cursor(args.value_cache, 0);
     if (c.next < c.stop) look_up(c);
   }
+  // Only the last streams of the range are cut short, so a warp's last stream is its shortest:
+  // before tile `steady` every stream of the warp has a token in the tile and one in the tile
+  // whose copies it issues, and the loop runs without the checks that the end needs. `steady` is
+  // a whole number of kStages tiles, so each of those tiles' stages is a constant. It is the same
+  // in every lane of the warp (the shuffles need every lane), not across warps.
+  const int warp_last = (static_cast<int>(threadIdx.x) / 32 + 1) * (32 / S::kGroup) * TOKENS - 1;
+  const int shortest = std::max(0, std::min(end - (begin + warp_last * run), run));
+  const int steady = std::max(0, shortest - (kStages - 1)) / kStages * kStages;
 
   // K and V travel global -> shared memory by asynchronous copies, kStages tiles deep: while a
-  // thread computes tile t, the copies of tiles t+1 .. t+kStages-1 are in flight, and they hold
-  // no registers. Each lane copies exactly the 16-byte slices it will read back itself, so no
-  // barrier is needed, only its own wait. A thread's kSlots 16-byte slots of a stage sit 32
-  // floats apart, interleaved with those of the 7 threads next to it ([stage][thread / 8][slot]
-  // [thread % 8]): a warp's 16-byte accesses to one slot are conflict-free, and a slot's
-  // distance from the thread's first is a compile-time constant, an immediate in the instruction.
+  // thread computes tile t (in stage t % kStages), the copies of tiles t+1 .. t+kStages-1 are in
+  // flight, and they hold no registers. Each lane copies exactly the 16-byte slices it will read
+  // back itself, so no barrier is needed, only its own wait. A thread's kSlots 16-byte slots of a
+  // stage sit 32 floats apart, interleaved with those of the 7 threads next to it ([thread / 8]
+  // [stage][slot][thread % 8]): a warp's 16-byte accesses to one slot are conflict-free, and a
+  // slot's distance from the thread's first is a constant, an immediate in the instruction.
   constexpr int kSlots = TOKENS * 2 * S::kPerThread;  // [token][K, V][vector]
-  const int stage_floats = static_cast<int>(blockDim.x) * kSlots * 4;
-  auto mine = shared_slot(shared, static_cast<int>(threadIdx.x / 8) * kSlots * 32 + static_cast<int>(threadIdx.x % 8) * 4);
+  constexpr int kStageFloats = kSlots * 32;           // a stage of 8 threads' slots
+  auto mine = shared_slot(shared, static_cast<int>(threadIdx.x / 8) * kStages * kStageFloats +
+                                      static_cast<int>(threadIdx.x % 8) * 4);
   keep_in_register(mine);
-  auto slot = [](int u, int kv, int j) { return ((u * 2 + kv) * S::kPerThread + j) * 32; };
-  auto issue = [&](int stage_at) {  // starts the next tile's copies into the stage at mine + stage_at
+  auto slot = [](int stage, int u, int kv, int j) { return stage * kStageFloats + ((u * 2 + kv) * S::kPerThread + j) * 32; };
+  // Starts the copies of the next token of each stream into \p stage. CHECKED: a stream may have
+  // ended (then its slots are zero-filled, so the weight-0 product below adds 0, not whatever the
+  // slot held); unchecked, the caller knows every stream has its token.
+  auto issue = [&](int stage, auto checked) {
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
       Cursor& c = cursor[u];
-      const auto stage = mine + stage_at;
-      if (c.next < c.stop) {
+      if (!decltype(checked)::value || c.next < c.stop) {
         PA_UNROLL
         for (int j = 0; j < S::kPerThread; ++j) {
-          copy_async<S::kVec>(stage + slot(u, 0, j), args.key_cache, c.row + j * S::kGroup * S::kVec);
-          copy_async<S::kVec>(stage + slot(u, 1, j), args.value_cache, c.row + j * S::kGroup * S::kVec);
+          copy_async<S::kVec>(mine + slot(stage, u, 0, j), c.k + j * S::kGroup * S::kVec);
+          copy_async<S::kVec>(mine + slot(stage, u, 1, j), c.v + j * S::kGroup * S::kVec);
         }
         ++c.next;
-        c.row += args.token_stride;
+        c.k = c.k + token_stride;
+        c.v = c.v + token_stride;
         if (++c.slot == args.block_size) {  // the next token starts a page
           c.slot = 0;
           ++c.index;
           if (c.next < c.stop) look_up(c);
         }
-      } else {  // zeros, so the weight-0 product below adds 0, not whatever the slot held
+      } else {
         PA_UNROLL
         for (int j = 0; j < S::kPerThread; ++j) {
-          zero_async(stage + slot(u, 0, j), args.key_cache);
-          zero_async(stage + slot(u, 1, j), args.key_cache);
+          zero_async(mine + slot(stage, u, 0, j), args.key_cache);
+          zero_async(mine + slot(stage, u, 1, j), args.key_cache);
         }
       }
     }
     async_commit();  // an empty group past the last tile keeps the count of groups simple
   };
-  // The stages rotate: `filling` is where the next tile's copies go, `using_at` the tile in use.
-  const int ring = kStages * stage_floats;
-  int filling = 0;
-  PA_UNROLL
-  for (int tile = 0; tile < kStages - 1; ++tile) {
-    if (tile < tiles) issue(filling);
+  // Tile `tile`, in \p stage: issue the copies of tile + kStages - 1, wait for this tile's, use
+  // it. CHECKED: near the end, where streams may have ended or have no tile left to copy.
+  auto step = [&](int tile, int stage, auto checked) {
+    constexpr bool kChecked = decltype(checked)::value;
+    const int ahead = stage == 0 ? kStages - 1 : stage - 1;  // the stage of tile + kStages - 1
+    if (!kChecked || tile + kStages - 1 < tiles) issue(ahead, checked);
     else async_commit();
-    filling += stage_floats;
-  }
-  int using_at = 0;
-  for (int tile = 0; tile < tiles; ++tile) {
-    if (tile + kStages - 1 < tiles) issue(filling);
-    else async_commit();
-    filling = filling + stage_floats == ring ? 0 : filling + stage_floats;
     async_wait<kStages - 1>();  // this tile's copies have landed
     RawSlice<T, HEAD_DIM, kCap> k_raw[TOKENS], v_raw[TOKENS];
     bool valid[TOKENS];
@@ -258,12 +267,11 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     for (int u = 0; u < TOKENS; ++u) {
       PA_UNROLL
       for (int j = 0; j < S::kPerThread; ++j) {
-        k_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(mine + (using_at + slot(u, 0, j)));
-        v_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(mine + (using_at + slot(u, 1, j)));
+        k_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(mine + slot(stage, u, 0, j));
+        v_raw[u].vectors[j] = load_shared_vec<T, S::kVec>(mine + slot(stage, u, 1, j));
       }
-      valid[u] = tile < count[u];
+      valid[u] = !kChecked || tile < count[u];
     }
-    using_at = using_at + stage_floats == ring ? 0 : using_at + stage_floats;
     float scores[TOKENS * HEADS];  // [token][head], this lane's partial dot products
     PA_UNROLL
     for (int u = 0; u < TOKENS; ++u) {
@@ -280,9 +288,9 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     group_sums<S::kGroup, TOKENS * HEADS>(scores);  // every lane now has every full score
     PA_UNROLL
     for (int h = 0; h < HEADS; ++h) {
-      float tile_max = -INFINITY;
+      float tile_max = valid[0] ? scores[h] : -INFINITY;
       PA_UNROLL
-      for (int u = 0; u < TOKENS; ++u)
+      for (int u = 1; u < TOKENS; ++u)
         if (valid[u]) tile_max = fmaxf(tile_max, scores[u * HEADS + h]);
       if (tile_max > running_max[h]) {  // a new max: rescale what was summed under the old one
         const float rescale = fast_exp2(running_max[h] - tile_max);
@@ -305,7 +313,18 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
         for (int e = 0; e < S::kElems; ++e) acc[h][e] += p * v[e];
       }
     }
+  };
+  PA_UNROLL
+  for (int tile = 0; tile < kStages - 1; ++tile) {  // the first tiles' copies, in stages 0 .. kStages-2
+    if (tile < tiles) issue(tile, std::true_type{});
+    else async_commit();
   }
+  int tile = 0;
+  for (; tile < steady; tile += kStages) {
+    PA_UNROLL
+    for (int stage = 0; stage < kStages; ++stage) step(tile + stage, stage, std::false_type{});
+  }
+  for (; tile < tiles; ++tile) step(tile, tile % kStages, std::true_type{});
 
   // Merge the groups, head by head: maxes[groups], sums[groups], accs[groups][HEAD_DIM], in the
   // space the copy slots used (every copy has landed; the barrier: every lane is done reading).

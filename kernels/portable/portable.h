@@ -320,6 +320,47 @@ __device__ __forceinline__ void zero_async(SharedSlot<Shared> dst, const gspan<T
 #endif
 }
 
+// ----- global cursors ------------------------------------------------------------------------
+// A loop that walks a tensor a fixed stride at a time can keep where it is instead of an index:
+// global_cursor(span, index) names element \p index of \p span, `cursor + elements` one further
+// on. Under nvcc a cursor is the element's address, so advancing it by a 32-bit stride is one
+// wide multiply-add, where `span.ptr + index` costs a 64-bit shift and add at every use. In the
+// emulator it is the span and the index, and every access through it is checked as before.
+
+#if defined(__CUDACC__)
+template <class T>
+struct GlobalCursor {
+  T* ptr;
+  __device__ __forceinline__ GlobalCursor operator+(int elements) const { return {ptr + elements}; }
+};
+template <class T>
+__device__ __forceinline__ GlobalCursor<T> global_cursor(const gspan<T>& span, std::int64_t index) {
+  return {span.ptr + index};
+}
+#else
+template <class T>
+struct GlobalCursor {
+  gspan<T> span;
+  std::int64_t index;
+  GlobalCursor operator+(int elements) const { return {span, index + elements}; }
+};
+template <class T>
+GlobalCursor<T> global_cursor(const gspan<T>& span, std::int64_t index) {
+  return {span, index};
+}
+#endif
+
+/// copy_async of the 16 bytes at \p src.
+template <int N, class T, class Shared>
+__device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const GlobalCursor<T>& src) {
+#if defined(__CUDACC__)
+  static_assert(N * sizeof(T) == 16, "asynchronous copies move 16 bytes");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst.address), "l"(src.ptr) : "memory");
+#else
+  copy_async<N>(dst, src.span, src.index);
+#endif
+}
+
 /// copy_async to floats [at, at+4) of \p dst.
 template <int N, class T, class Shared>
 __device__ __forceinline__ void copy_async(Shared dst, int at, const gspan<T>& src, std::int64_t index) {
