@@ -354,8 +354,7 @@ GlobalCursor<T> global_cursor(const gspan<T>& span, std::int64_t index) {
 template <int N, class T, class Shared>
 __device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const GlobalCursor<T>& src) {
 #if defined(__CUDACC__)
-  static_assert(N * sizeof(T) == 16, "asynchronous copies move 16 bytes");
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst.address), "l"(src.ptr) : "memory");
+  copy_async<N>(dst, gspan<T>(src.ptr, 0, nullptr), 0);  // on the GPU a span is its pointer
 #else
   copy_async<N>(dst, src.span, src.index);
 #endif
