@@ -7,8 +7,8 @@
 /// the running sum `l` of exp(score - m) and the running weighted sum of V rows `acc`. A new
 /// score above `m` rescales `l` and `acc` by exp(m_old - m_new) first. K and V of a token are
 /// read in the same iteration, and nothing is stored per token, so any context length fits.
-/// At the end the groups' states are merged through shared memory (log-sum-exp), the same
-/// merge step 07 uses across programs.
+/// At the end the groups' states are merged (log-sum-exp), by shuffles within a warp and through
+/// shared memory across warps: the same merge step 07 uses across programs.
 ///
 ///     build/cpu/steps/step06_online_softmax --help
 
@@ -73,8 +73,8 @@ __device__ __forceinline__ void group_sums(float (&values)[N]) {
 }
 // [group_sums]
 
-/// Floats of shared memory online_attend needs per query head for \p groups thread groups.
-__host__ __device__ constexpr int merge_floats(int groups, int head_dim) { return groups * (head_dim + 2); }
+/// Floats of shared memory online_attend's merge needs per query head for \p warps warps.
+__host__ __device__ constexpr int merge_floats(int warps, int head_dim) { return warps * (head_dim + 2); }
 
 // [online]
 /// log2(e). Scores are kept in base-2 units (the query is multiplied by scale * log2(e) once),
@@ -119,7 +119,7 @@ __host__ __device__ constexpr int stages_for(int vectors) { return vectors <= 2 
 template <class T, int HEAD_DIM, int HEADS, int TOKENS>
 __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
   using S = AttendSlices<T, HEAD_DIM, HEADS>;
-  const std::int64_t merge = HEADS * merge_floats(threads / S::kGroup, HEAD_DIM);
+  const std::int64_t merge = HEADS * merge_floats(threads / 32, HEAD_DIM);
   const std::int64_t staging = std::int64_t{stages_for(TOKENS * S::kPerThread)} * TOKENS * 2 * S::kPerThread * threads * 4;
   return merge > staging ? merge : staging;
 }
@@ -129,8 +129,9 @@ __host__ __device__ constexpr std::int64_t attend_floats(int threads) {
 /// groups * TOKENS contiguous streams; each iteration thread group g takes the next token of
 /// each of its TOKENS streams and reads each token's slice once for all HEADS heads; the copies
 /// of the next tiles (kStages - 1 of them) are in flight while one is used, and the running max
-/// is updated once per iteration. Then the groups' (max, sum, acc) are merged through \p shared
-/// (HEADS * merge_floats() floats, in the copy slots' space) and `emit(h, d, acc, max, sum)` is
+/// is updated once per iteration. Then the groups' (max, sum, acc) are merged, within each warp
+/// by shuffles and across warps through \p shared (HEADS * merge_floats() floats, in the copy
+/// slots' space), and `emit(h, d, acc, max, sum)` is
 /// called once per head h and channel d with the merged, not yet normalised, values: max in
 /// base-2 units, sum == 0 when there were no tokens. Ends with a barrier, so \p shared may be reused at once.
 template <class T, int HEAD_DIM, int HEADS, int TOKENS, class Shared, class Emit>
@@ -326,34 +327,58 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   }
   for (; tile < tiles; ++tile) step(tile, tile % kStages, std::true_type{});
 
-  // Merge the groups, head by head: maxes[groups], sums[groups], accs[groups][HEAD_DIM], in the
-  // space the copy slots used (every copy has landed; the barrier: every lane is done reading).
-  async_wait<0>();
-  __syncthreads();
+  // Merge the groups in two stages. Within a warp, by shuffles: at lane distances kGroup,
+  // 2 * kGroup, .., 16, each lane merges its (max, sum, acc) with the lane of the same rank in
+  // the partner group, so the first group of the warp ends with the whole warp's state. Then the
+  // warps, through shared memory: maxes[warps], sums[warps], accs[warps][HEAD_DIM], in the space
+  // the copy slots used (every copy has landed; the barrier: every lane is done reading). The
+  // order is fixed, so the result is the same bits every run; empty groups (sum 0) weigh 0.
   PA_UNROLL
   for (int h = 0; h < HEADS; ++h) {
-    auto region = shared + h * merge_floats(groups, HEAD_DIM);
-    if (rank == 0) {
-      region[group] = running_max[h];
-      region[groups + group] = running_sum[h];
-    }
     PA_UNROLL
-    for (int e = 0; e < S::kElems; ++e) region[2 * groups + group * HEAD_DIM + S::channel(rank, e)] = acc[h][e];
+    for (int distance = S::kGroup; distance < 32; distance *= 2) {
+      const float other_max = __shfl_xor_sync(0xffffffffu, running_max[h], distance);
+      const float other_sum = __shfl_xor_sync(0xffffffffu, running_sum[h], distance);
+      const float merged_max = fmaxf(running_max[h], other_max);
+      const float weight = running_sum[h] == 0.0f ? 0.0f : exp2f(running_max[h] - merged_max);
+      const float other_weight = other_sum == 0.0f ? 0.0f : exp2f(other_max - merged_max);
+      running_sum[h] = running_sum[h] * weight + other_sum * other_weight;
+      PA_UNROLL
+      for (int e = 0; e < S::kElems; ++e)
+        acc[h][e] = acc[h][e] * weight + __shfl_xor_sync(0xffffffffu, acc[h][e], distance) * other_weight;
+      running_max[h] = merged_max;
+    }
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int warps = static_cast<int>(blockDim.x) / 32;
+  async_wait<0>();
+  __syncthreads();
+  if (group % (32 / S::kGroup) == 0) {  // the warp's first group
+    PA_UNROLL
+    for (int h = 0; h < HEADS; ++h) {
+      auto region = shared + h * merge_floats(warps, HEAD_DIM);
+      if (rank == 0) {
+        region[warp] = running_max[h];
+        region[warps + warp] = running_sum[h];
+      }
+      PA_UNROLL
+      for (int e = 0; e < S::kElems; ++e) region[2 * warps + warp * HEAD_DIM + S::channel(rank, e)] = acc[h][e];
+    }
   }
   __syncthreads();
   for (int h = 0; h < HEADS; ++h) {
-    auto maxes = shared + h * merge_floats(groups, HEAD_DIM);
-    auto sums = maxes + groups;
-    auto accs = maxes + 2 * groups;
+    auto maxes = shared + h * merge_floats(warps, HEAD_DIM);
+    auto sums = maxes + warps;
+    auto accs = maxes + 2 * warps;
     float merged_max = -INFINITY;
-    for (int g = 0; g < groups; ++g) merged_max = fmaxf(merged_max, maxes[g]);
+    for (int w = 0; w < warps; ++w) merged_max = fmaxf(merged_max, maxes[w]);
     for (int d = threadIdx.x; d < HEAD_DIM; d += blockDim.x) {
       float merged_sum = 0.0f, merged_acc = 0.0f;
-      for (int g = 0; g < groups; ++g) {
-        const float sum = sums[g];
-        const float weight = sum == 0.0f ? 0.0f : exp2f(maxes[g] - merged_max);  // empty groups weigh 0
+      for (int w = 0; w < warps; ++w) {
+        const float sum = sums[w];
+        const float weight = sum == 0.0f ? 0.0f : exp2f(maxes[w] - merged_max);  // empty warps weigh 0
         merged_sum += sum * weight;
-        merged_acc += accs[g * HEAD_DIM + d] * weight;
+        merged_acc += accs[w * HEAD_DIM + d] * weight;
       }
       emit(h, d, merged_acc, merged_max, merged_sum);
     }
