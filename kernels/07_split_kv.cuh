@@ -13,8 +13,9 @@
 /// query heads that share a KV head are next to each other in launch order and run at the same
 /// time: the L2 then serves most of their repeated reads of each K and V row. The split
 /// count comes from the device (the occupancy calculator's programs an SM): one wave of at most
-/// kWavePrograms programs an SM when the sequences are equally long, else enough programs for
-/// kRounds rounds of what every SM holds at once; no split shorter than 256 tokens.
+/// kWaveWarps warps an SM when the sequences are equally long (one program of kWaveThreads an
+/// SM when there are fewer (sequence, head) pairs than SMs), else enough programs for kRounds
+/// rounds of what every SM holds at once; no split shorter than 256 tokens.
 /// Splits past a short sequence's end are empty: they write sum 0, which weighs nothing, and
 /// context 0 gives a row of zeros, never NaN.
 ///
@@ -120,21 +121,54 @@ inline constexpr int kMinTokensPerSplit = 256;
 /// (or their lengths are unknown): many short programs let the SMs that finish early take more,
 /// so a long sequence does not run alone at the end (see the page for the measurement).
 inline constexpr int kRounds = 8;
-/// The most programs an SM the one-wave split count fills: the split sweeps on the H200 (runs
-/// v14 and v20) found both split kernels fastest near 4 programs (16 warps) an SM whatever more
-/// the SM could hold, and each program more pays its fixed costs again.
-inline constexpr int kWavePrograms = 4;
+/// The most warps an SM the one-wave split count fills: the split sweeps on the H200 (runs v14
+/// and v20) found both split kernels fastest near 16 warps (4 programs of 128 threads) an SM
+/// whatever more the SM could hold, and each program more pays its fixed costs again.
+inline constexpr int kWaveWarps = 16;
+/// Threads of a program when the one-wave split count gives every SM one program (see
+/// wave_threads): all of kWaveWarps in one program.
+inline constexpr int kWaveThreads = kWaveWarps * 32;
+/// The fewest tokens a kWaveThreads program must get for wave_threads to choose it (8 tokens a
+/// lane's thread group of 8 lanes at the least; the H200 runs measured 2048 and 8192).
+inline constexpr int kWaveMinTokens = 2048;
 
 inline int threads_of(const KernelOptions& options) {
   return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
 }
+
+// [threads]
+/// \p options with the thread count filled in where it is 0 (choose). Equal lengths, fewer
+/// (sequence, head) \p pairs than SMs, no split count asked for, and at least kWaveMinTokens
+/// tokens a program: kWaveThreads, if such a program fits an SM, so that the one-wave split
+/// count (sm_count / pairs splits, at most kWaveWarps warps an SM) puts one program on each SM.
+/// Several equal programs on one SM do not finish together: the SM's warp schedulers favour the
+/// warps of the programs that started first, and the last program runs on alone (the page has
+/// the measurement). Otherwise kDefaultThreads. \p with: the step's with_kernel.
+template <class With>
+KernelOptions wave_threads(const DecodeProblem& p, std::int64_t pairs, const KernelOptions& options, const DeviceLimits& device,
+                           With&& with) {
+  const bool uniform = p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len;
+  const bool choose = options.threads_per_block == 0 && options.num_splits == 0 && options.partition_tokens == 0;
+  if (!choose || !uniform || pairs <= 0 || pairs >= device.sm_count ||
+      p.max_context_len < std::int64_t{kWaveMinTokens} * (device.sm_count / pairs))
+    return options;
+  KernelOptions wave = options;
+  wave.threads_per_block = kWaveThreads;
+  bool fits = false;
+  with(p, wave, [&](auto kernel, auto, auto, std::int64_t shared) {
+    fits = shared <= static_cast<std::int64_t>(device.shared_per_block_optin) &&
+           resident_programs_per_sm(kernel, kWaveThreads, static_cast<std::size_t>(shared), device) >= 1;
+  });
+  return fits ? wave : options;
+}
+// [threads]
 
 // [choose]
 /// Splits per (sequence, head) for \p programs (sequence, head) pairs. The slots: what every
 /// SM holds at once (\p resident_per_sm, from the occupancy calculator: registers, threads and
 /// shared memory). When every sequence has the same length (p.total_context_len says so) and the
 /// pairs do not fill the slots, one wave: as many equal splits as the slots hold, counting at
-/// most kWavePrograms programs an SM, so they all finish together. Otherwise enough programs for kRounds rounds of the slots, so the SMs that
+/// most kWaveWarps warps an SM, so they all run at once. Otherwise enough programs for kRounds rounds of the slots, so the SMs that
 /// finish early balance the long sequences. No split under kMinTokensPerSplit tokens;
 /// `options.num_splits` or `options.partition_tokens` override it.
 inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int resident_per_sm,
@@ -144,7 +178,8 @@ inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int resi
   if (options.partition_tokens > 0) return static_cast<int>((p.max_context_len + options.partition_tokens - 1) / options.partition_tokens);
   programs = std::max<std::int64_t>(programs, 1);
   const std::int64_t slots = std::int64_t{device.sm_count} * resident_per_sm;
-  const std::int64_t wave = std::int64_t{device.sm_count} * std::min(resident_per_sm, kWavePrograms);
+  const int wave_programs = std::max(1, kWaveWarps * 32 / threads_of(options));  // programs an SM
+  const std::int64_t wave = std::int64_t{device.sm_count} * std::min(resident_per_sm, wave_programs);
   const bool uniform = p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len;
   const std::int64_t wanted = uniform && programs < slots ? wave / programs  // 0 (then 1) past the wave
                                                           : (kRounds * slots + programs - 1) / programs;
@@ -203,7 +238,14 @@ void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   });
 }
 
-/// The split count of this problem: split_decode's occupancy on \p device, then choose_splits.
+/// \p options with the thread count this problem runs (wave_threads).
+inline KernelOptions resolve(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return wave_threads(p, std::int64_t{p.num_seqs} * p.num_q_heads, options, device,
+                      [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step07::with_kernel(q, o, f); });
+}
+
+/// The split count of this problem: split_decode's occupancy on \p device, then choose_splits
+/// (\p options resolved).
 inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
   int resident = 1;
   with_kernel(p, options, [&](auto kernel, auto, auto, std::int64_t shared) {
@@ -214,19 +256,21 @@ inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const
 
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
   check_split_kernel(problem, options, kName);
-  with_kernel(problem, options, [&](auto, auto, auto, std::int64_t shared) {
-    step06::require_shared(shared, options, device, kName);
+  const KernelOptions resolved = resolve(problem, options, device);
+  with_kernel(problem, resolved, [&](auto, auto, auto, std::int64_t shared) {
+    step06::require_shared(shared, resolved, device, kName);
   });
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return partials_bytes(p, splits_of(p, options, device));
+  return partials_bytes(p, splits_of(p, resolve(p, options, device), device));
 }
 
-inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device, void* stream) {
+inline void launch(const DecodeView& view, const KernelOptions& asked, const DeviceLimits& device, void* stream) {
   const DecodeProblem& p = view.problem;
-  check(p, options, device);
-  validate_view(view, workspace_bytes(p, options, device), kName);
+  check(p, asked, device);
+  validate_view(view, workspace_bytes(p, asked, device), kName);
+  const KernelOptions options = resolve(p, asked, device);
   if (p.num_seqs == 0) return;
   step05::require_aligned(view, kName);
   const int threads = threads_of(options);
@@ -261,7 +305,7 @@ std::string describe_split_launch(const DecodeProblem& p, const KernelOptions& o
 }
 
 inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return describe_split_launch(p, options, device, p.num_q_heads,
+  return describe_split_launch(p, resolve(p, options, device), device, p.num_q_heads,
                                [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step07::with_kernel(q, o, f); });
 }
 

@@ -97,7 +97,15 @@ void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   });
 }
 
-/// The split count: the kernel's occupancy on \p device, counted in (sequence, KV head) pairs.
+/// \p options with the thread count this problem runs (step 07's wave_threads, counted in
+/// (sequence, KV head) pairs).
+inline KernelOptions resolve(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return step07::wave_threads(p, std::int64_t{p.num_seqs} * p.num_kv_heads, options, device,
+                              [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step08::with_kernel(q, o, f); });
+}
+
+/// The split count: the kernel's occupancy on \p device, counted in (sequence, KV head) pairs
+/// (\p options resolved).
 inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
   int resident = 1;
   with_kernel(p, options, [&](auto kernel, auto, auto, std::int64_t shared) {
@@ -108,19 +116,21 @@ inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const
 
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
   step07::check_split_kernel(problem, options, kName);
-  with_kernel(problem, options, [&](auto, auto, auto, std::int64_t shared) {
-    step06::require_shared(shared, options, device, kName);
+  const KernelOptions resolved = resolve(problem, options, device);
+  with_kernel(problem, resolved, [&](auto, auto, auto, std::int64_t shared) {
+    step06::require_shared(shared, resolved, device, kName);
   });
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return step07::partials_bytes(p, splits_of(p, options, device));
+  return step07::partials_bytes(p, splits_of(p, resolve(p, options, device), device));
 }
 
-inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device, void* stream) {
+inline void launch(const DecodeView& view, const KernelOptions& asked, const DeviceLimits& device, void* stream) {
   const DecodeProblem& p = view.problem;
-  check(p, options, device);
-  validate_view(view, workspace_bytes(p, options, device), kName);
+  check(p, asked, device);
+  validate_view(view, workspace_bytes(p, asked, device), kName);
+  const KernelOptions options = resolve(p, asked, device);
   if (p.num_seqs == 0) return;
   step05::require_aligned(view, kName);
   const int threads = threads_of(options);
@@ -139,7 +149,7 @@ inline void launch(const DecodeView& view, const KernelOptions& options, const D
 
 inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
   return step07::describe_split_launch(
-      p, options, device, p.num_kv_heads,
+      p, resolve(p, options, device), device, p.num_kv_heads,
       [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step08::with_kernel(q, o, f); });
 }
 

@@ -117,7 +117,8 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   short_ctx.max_context_len = 300;
   CHECK(emu_kernels::step07::choose_splits(short_ctx, 32, 8, {}, h200) == 2);  // no split under 256 tokens
   // Known equal lengths and fewer pairs than slots: one wave of equal splits, at most
-  // kWavePrograms = 4 programs an SM: 132 * 4 / 32 = 16 with 5 or 6 resident, 132 * 2 / 32 with 2.
+  // kWaveWarps = 16 warps (4 programs of 128 threads) an SM: 132 * 4 / 32 = 16 with 5 or 6
+  // resident, 132 * 2 / 32 with 2.
   pa::DecodeProblem uniform = long_single;
   uniform.total_context_len = 32768;
   CHECK(emu_kernels::step07::choose_splits(uniform, 32, 5, {}, h200) == 132 * 4 / 32);
@@ -151,6 +152,31 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
     CHECK(line.find(std::string("grid ") + (step == 7 ? "32" : "8") + " x 1 x " + std::to_string(splits)) !=
           std::string::npos);
   }
+
+  // Known equal lengths and fewer pairs than SMs: one program of kWaveThreads an SM
+  // (wave_threads). long-single: 32 query-head pairs, 132 / 32 = 4 splits of 8192 tokens.
+  namespace s07 = emu_kernels::step07;
+  const pa::KernelOptions wave = s07::resolve(uniform, {}, h200);
+  CHECK(wave.threads_per_block == s07::kWaveThreads);
+  CHECK(s07::splits_of(uniform, wave, h200) == 132 / 32);
+  CHECK(s07::workspace_bytes(uniform, {}, h200) == s07::partials_bytes(uniform, 132 / 32));
+  CHECK(emu_kernels::step08::resolve(uniform, {}, h200).threads_per_block == s07::kWaveThreads);
+  CHECK(emu_kernels::step08::splits_of(uniform, emu_kernels::step08::resolve(uniform, {}, h200), h200) == 132 / 8);
+  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("4 splits of 8192 tokens") != std::string::npos);
+  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("of 512 threads") != std::string::npos);
+  // Anything asked for, unequal or unknown lengths, as many pairs as SMs, or under
+  // kWaveMinTokens tokens a program: the default threads.
+  CHECK(s07::resolve(uniform, {64}, h200).threads_per_block == 64);
+  CHECK(s07::resolve(uniform, {0, 16}, h200).threads_per_block == 0);
+  CHECK(s07::resolve(long_single, {}, h200).threads_per_block == 0);  // total_context_len unknown
+  CHECK(s07::resolve(ragged, {}, h200).threads_per_block == 0);
+  pa::DecodeProblem many_pairs = uniform;
+  many_pairs.num_q_heads = 132;
+  many_pairs.num_kv_heads = 132;
+  CHECK(s07::resolve(many_pairs, {}, h200).threads_per_block == 0);
+  pa::DecodeProblem short_uniform = uniform;
+  short_uniform.max_context_len = short_uniform.total_context_len = s07::kWaveMinTokens * (132 / 32) - 1;
+  CHECK(s07::resolve(short_uniform, {}, h200).threads_per_block == 0);
 
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.context_lens = {0, 1, 5, 0};
