@@ -366,22 +366,23 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
     }
   }
   __syncthreads();
-  for (int h = 0; h < HEADS; ++h) {
+  // One thread a (head, channel): with several heads, more threads than one head's channels work.
+  for (int i = threadIdx.x; i < HEADS * HEAD_DIM; i += blockDim.x) {
+    const int h = i / HEAD_DIM;
+    const int d = i % HEAD_DIM;
     auto maxes = shared + h * merge_floats(warps, HEAD_DIM);
     auto sums = maxes + warps;
     auto accs = maxes + 2 * warps;
     float merged_max = -INFINITY;
     for (int w = 0; w < warps; ++w) merged_max = fmaxf(merged_max, maxes[w]);
-    for (int d = threadIdx.x; d < HEAD_DIM; d += blockDim.x) {
-      float merged_sum = 0.0f, merged_acc = 0.0f;
-      for (int w = 0; w < warps; ++w) {
-        const float sum = sums[w];
-        const float weight = sum == 0.0f ? 0.0f : exp2f(maxes[w] - merged_max);  // empty warps weigh 0
-        merged_sum += sum * weight;
-        merged_acc += accs[w * HEAD_DIM + d] * weight;
-      }
-      emit(h, d, merged_acc, merged_max, merged_sum);
+    float merged_sum = 0.0f, merged_acc = 0.0f;
+    for (int w = 0; w < warps; ++w) {
+      const float sum = sums[w];
+      const float weight = sum == 0.0f ? 0.0f : exp2f(maxes[w] - merged_max);  // empty warps weigh 0
+      merged_sum += sum * weight;
+      merged_acc += accs[w * HEAD_DIM + d] * weight;
     }
+    emit(h, d, merged_acc, merged_max, merged_sum);
   }
   __syncthreads();  // the caller may reuse shared at once
 }
