@@ -174,6 +174,13 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   many_pairs.num_q_heads = 132;
   many_pairs.num_kv_heads = 132;
   CHECK(s07::resolve(many_pairs, {}, h200).threads_per_block == 0);
+  // A program that fits no SM is refused before launch, naming the thread count (on the GPU
+  // the registers can be what does not fit; here, an SM with less shared memory than a block may ask for).
+  pa::DeviceLimits cramped = h200;
+  cramped.shared_per_sm = 8 * 1024;  // step 07's program takes 32 KB, step 08's 16 KB
+  for (int step : {7, 8})
+    PA_REQUIRE_THROWS_AS_WITH(pa::kernel(step, Backend::emulator).check(long_single, {}, cramped), pa::ArgumentError,
+                              "fits one SM");
   pa::DecodeProblem short_uniform = uniform;
   short_uniform.max_context_len = short_uniform.total_context_len = s07::kWaveMinTokens * (132 / 32) - 1;
   CHECK(s07::resolve(short_uniform, {}, h200).threads_per_block == 0);

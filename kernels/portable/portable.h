@@ -504,7 +504,7 @@ void launch_kernel_overlapped(const char* name, void (*kernel)(Params...), dim3 
 /// Programs of \p kernel one multiprocessor holds at once with \p threads threads and
 /// \p shared_bytes of dynamic shared memory: CUDA's occupancy calculator under nvcc (registers
 /// included); in the emulator, which allocates no registers, the bound from threads and
-/// shared memory alone.
+/// shared memory alone. 0 when one program does not fit (a launch would fail).
 template <class... Params>
 int resident_programs_per_sm(void (*kernel)(Params...), int threads, std::size_t shared_bytes,
                              const DeviceLimits& device) {
@@ -524,12 +524,12 @@ int resident_programs_per_sm(void (*kernel)(Params...), int threads, std::size_t
       &blocks, reinterpret_cast<const void*>(kernel), threads, shared_bytes);
   if (status != cudaSuccess)
     throw CudaError(cat("cudaOccupancyMaxActiveBlocksPerMultiprocessor: ", cudaGetErrorString(status)));
-  return std::max(blocks, 1);
+  return blocks;
 #else
   (void)kernel;
   std::size_t blocks = std::min<std::size_t>(device.max_blocks_per_sm, device.max_threads_per_sm / threads);
   if (shared_bytes > 0) blocks = std::min(blocks, device.shared_per_sm / shared_bytes);
-  return static_cast<int>(std::max<std::size_t>(blocks, 1));
+  return static_cast<int>(blocks);
 #endif
 }
 
