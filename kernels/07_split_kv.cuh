@@ -136,6 +136,21 @@ inline int threads_of(const KernelOptions& options) {
   return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
 }
 
+/// Whether the caller says every sequence has the same length (p.total_context_len, a hint).
+inline bool lengths_equal(const DecodeProblem& p) { return p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len; }
+
+/// Refuses a program of \p kernel (resolved \p options, \p shared bytes) that does not fit one SM
+/// of \p device: too much shared memory, or, on the GPU, too many registers for its threads.
+template <class Kernel>
+void require_fits(Kernel kernel, std::int64_t shared, const KernelOptions& options, const DeviceLimits& device,
+                  const char* name) {
+  step06::require_shared(shared, options, device, name);
+  const int threads = threads_of(options);
+  PA_REQUIRE(resident_programs_per_sm(kernel, threads, static_cast<std::size_t>(shared), device) >= 1, name,
+             "options.threads_per_block", "a thread count whose program fits one SM (registers and shared memory, at this tile)",
+             threads);
+}
+
 // [threads]
 /// \p options with the thread count filled in where it is 0 (choose). Equal lengths, fewer
 /// (sequence, head) \p pairs than SMs, no split count asked for, and at least kWaveMinTokens
@@ -147,7 +162,7 @@ inline int threads_of(const KernelOptions& options) {
 template <class With>
 KernelOptions wave_threads(const DecodeProblem& p, std::int64_t pairs, const KernelOptions& options, const DeviceLimits& device,
                            With&& with) {
-  const bool uniform = p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len;
+  const bool uniform = lengths_equal(p);
   const bool choose = options.threads_per_block == 0 && options.num_splits == 0 && options.partition_tokens == 0;
   if (!choose || !uniform || pairs <= 0 || pairs >= device.sm_count ||
       p.max_context_len < std::int64_t{kWaveMinTokens} * (device.sm_count / pairs))
@@ -180,7 +195,7 @@ inline int choose_splits(const DecodeProblem& p, std::int64_t programs, int resi
   const std::int64_t slots = std::int64_t{device.sm_count} * resident_per_sm;
   const int wave_programs = std::max(1, kWaveWarps * 32 / threads_of(options));  // programs an SM
   const std::int64_t wave = std::int64_t{device.sm_count} * std::min(resident_per_sm, wave_programs);
-  const bool uniform = p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len;
+  const bool uniform = lengths_equal(p);
   const std::int64_t wanted = uniform && programs < slots ? wave / programs  // 0 (then 1) past the wave
                                                           : (kRounds * slots + programs - 1) / programs;
   const std::int64_t most = (p.max_context_len + kMinTokensPerSplit - 1) / kMinTokensPerSplit;
@@ -257,13 +272,8 @@ inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
   check_split_kernel(problem, options, kName);
   const KernelOptions resolved = resolve(problem, options, device);
-  with_kernel(problem, resolved, [&](auto kernel, auto, auto, std::int64_t shared) {
-    step06::require_shared(shared, resolved, device, kName);
-    const int threads = threads_of(resolved);
-    PA_REQUIRE(resident_programs_per_sm(kernel, threads, static_cast<std::size_t>(shared), device) >= 1, kName,
-               "options.threads_per_block", "a thread count whose program fits one SM (registers and shared memory, at this tile)",
-               threads);
-  });
+  with_kernel(problem, resolved,
+              [&](auto kernel, auto, auto, std::int64_t shared) { require_fits(kernel, shared, resolved, device, kName); });
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {

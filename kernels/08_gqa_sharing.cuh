@@ -117,13 +117,8 @@ inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
   step07::check_split_kernel(problem, options, kName);
   const KernelOptions resolved = resolve(problem, options, device);
-  with_kernel(problem, resolved, [&](auto kernel, auto, auto, std::int64_t shared) {
-    step06::require_shared(shared, resolved, device, kName);
-    const int threads = threads_of(resolved);
-    PA_REQUIRE(resident_programs_per_sm(kernel, threads, static_cast<std::size_t>(shared), device) >= 1, kName,
-               "options.threads_per_block", "a thread count whose program fits one SM (registers and shared memory, at this tile)",
-               threads);
-  });
+  with_kernel(problem, resolved,
+              [&](auto kernel, auto, auto, std::int64_t shared) { step07::require_fits(kernel, shared, resolved, device, kName); });
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
