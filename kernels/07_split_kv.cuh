@@ -128,8 +128,8 @@ inline constexpr int kWaveWarps = 16;
 /// Threads of a program when the one-wave split count gives every SM one program (see
 /// wave_threads): all of kWaveWarps in one program.
 inline constexpr int kWaveThreads = kWaveWarps * 32;
-/// The fewest tokens a kWaveThreads program must get for wave_threads to choose it (8 tokens a
-/// lane's thread group of 8 lanes at the least; the H200 runs measured 2048 and 8192).
+/// The fewest tokens a kWaveThreads program must get for wave_threads to choose it: 32 for each
+/// of its 64 thread groups at bf16 and head dim 128 (the H200 runs measured 2048 and 8192).
 inline constexpr int kWaveMinTokens = 2048;
 
 inline int threads_of(const KernelOptions& options) {
