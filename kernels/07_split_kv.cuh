@@ -126,9 +126,9 @@ inline constexpr int kRounds = 8;
 /// whatever more the SM could hold, and each program more pays its fixed costs again.
 inline constexpr int kWaveWarps = 16;
 /// Threads of a program when the one-wave split count gives every SM one program (see
-/// wave_threads): all of kWaveWarps in one program.
+/// wants_wave_threads): all of kWaveWarps in one program.
 inline constexpr int kWaveThreads = kWaveWarps * 32;
-/// The fewest tokens a kWaveThreads program must get for wave_threads to choose it: 32 for each
+/// The fewest tokens a kWaveThreads program must get for make_plan to choose it: 32 for each
 /// of its 64 thread groups at bf16 and head dim 128 (the H200 runs measured 2048 and 8192).
 inline constexpr int kWaveMinTokens = 2048;
 
@@ -139,44 +139,46 @@ inline int threads_of(const KernelOptions& options) {
 /// Whether the caller says every sequence has the same length (p.total_context_len, a hint).
 inline bool lengths_equal(const DecodeProblem& p) { return p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len; }
 
-/// Refuses a program of \p kernel (resolved \p options, \p shared bytes) that does not fit one SM
-/// of \p device: too much shared memory, or, on the GPU, too many registers for its threads.
-template <class Kernel>
-void require_fits(Kernel kernel, std::int64_t shared, const KernelOptions& options, const DeviceLimits& device,
-                  const char* name) {
-  step06::require_shared(shared, options, device, name);
-  const int threads = threads_of(options);
-  PA_REQUIRE(resident_programs_per_sm(kernel, threads, static_cast<std::size_t>(shared), device) >= 1, name,
-             "options.threads_per_block", "a thread count whose program fits one SM (registers and shared memory, at this tile)",
-             threads);
+// [threads]
+/// Whether one program of kWaveThreads an SM is wanted: the caller leaves threads, splits and
+/// partition at 0 (choose), the lengths are known to be equal, there are fewer (sequence, head)
+/// \p pairs than SMs, and each of the sm_count / pairs programs gets at least kWaveMinTokens
+/// tokens. Then the one-wave split count (sm_count / pairs splits, at most kWaveWarps warps an
+/// SM) puts one program on each SM. Several equal programs on one SM do not finish together:
+/// the SM's warp schedulers favour the warps of the programs that started first, and the last
+/// program runs on alone (the page has the measurement). make_plan takes kWaveThreads only if
+/// such a program fits an SM; otherwise, and in every other case, kDefaultThreads.
+inline bool wants_wave_threads(const DecodeProblem& p, std::int64_t pairs, const KernelOptions& options,
+                               const DeviceLimits& device) {
+  const bool choose = options.threads_per_block == 0 && options.num_splits == 0 && options.partition_tokens == 0;
+  return choose && lengths_equal(p) && pairs > 0 && pairs < device.sm_count &&
+         p.max_context_len >= std::int64_t{kWaveMinTokens} * (device.sm_count / pairs);
+}
+// [threads]
+
+/// What a split kernel runs for one problem, worked out once per call (make_plan): the options
+/// with the thread count filled in, the program's dynamic shared memory, the programs one SM
+/// holds at once (CUDA's occupancy calculator on the GPU; 0 when none fits) and the split count.
+struct SplitPlan {
+  KernelOptions options;  ///< as asked, or with threads_per_block = kWaveThreads
+  std::int64_t shared_bytes = 0;
+  int resident_per_sm = 0;  ///< 0: the program fits no SM (check and launch refuse the plan)
+  int splits = 1;
+};
+
+/// Whether a program of \p shared_bytes, \p resident_per_sm of them an SM, fits \p device.
+inline bool program_fits(std::int64_t shared_bytes, int resident_per_sm, const DeviceLimits& device) {
+  return shared_bytes <= static_cast<std::int64_t>(device.shared_per_block_optin) && resident_per_sm >= 1;
 }
 
-// [threads]
-/// \p options with the thread count filled in where it is 0 (choose). Equal lengths, fewer
-/// (sequence, head) \p pairs than SMs, no split count asked for, and at least kWaveMinTokens
-/// tokens a program: kWaveThreads, if such a program fits an SM, so that the one-wave split
-/// count (sm_count / pairs splits, at most kWaveWarps warps an SM) puts one program on each SM.
-/// Several equal programs on one SM do not finish together: the SM's warp schedulers favour the
-/// warps of the programs that started first, and the last program runs on alone (the page has
-/// the measurement). Otherwise kDefaultThreads. \p with: the step's with_kernel.
-template <class With>
-KernelOptions wave_threads(const DecodeProblem& p, std::int64_t pairs, const KernelOptions& options, const DeviceLimits& device,
-                           With&& with) {
-  const bool uniform = lengths_equal(p);
-  const bool choose = options.threads_per_block == 0 && options.num_splits == 0 && options.partition_tokens == 0;
-  if (!choose || !uniform || pairs <= 0 || pairs >= device.sm_count ||
-      p.max_context_len < std::int64_t{kWaveMinTokens} * (device.sm_count / pairs))
-    return options;
-  KernelOptions wave = options;
-  wave.threads_per_block = kWaveThreads;
-  bool fits = false;
-  with(p, wave, [&](auto kernel, auto, auto, std::int64_t shared) {
-    fits = shared <= static_cast<std::int64_t>(device.shared_per_block_optin) &&
-           resident_programs_per_sm(kernel, kWaveThreads, static_cast<std::size_t>(shared), device) >= 1;
-  });
-  return fits ? wave : options;
+/// Refuses a plan whose program does not fit one SM of \p device: too much shared memory, or,
+/// on the GPU, too many registers for its threads.
+inline void require_fits(const SplitPlan& plan, const DeviceLimits& device, const char* name) {
+  step06::require_shared(plan.shared_bytes, plan.options, device, name);
+  PA_REQUIRE(program_fits(plan.shared_bytes, plan.resident_per_sm, device), name, "options.threads_per_block",
+             "a thread count whose program fits one SM (registers and shared memory, at this tile)",
+             threads_of(plan.options));
 }
-// [threads]
 
 // [choose]
 /// Splits per (sequence, head) for \p programs (sequence, head) pairs. The slots: what every
@@ -253,74 +255,86 @@ void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   });
 }
 
-/// \p options with the thread count this problem runs (wave_threads).
-inline KernelOptions resolve(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return wave_threads(p, std::int64_t{p.num_seqs} * p.num_q_heads, options, device,
-                      [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step07::with_kernel(q, o, f); });
+// [plan]
+/// The plan of a split kernel for \p p and the \p asked options: kWaveThreads where
+/// wants_wave_threads says so and such a program fits, else the asked options; the program's
+/// shared memory and occupancy on \p device (asked once, not per check); then choose_splits.
+/// \p pairs: the (sequence, head) pairs of the grid's first two axes; \p with: the step's
+/// with_kernel.
+template <class With>
+SplitPlan plan_split(const DecodeProblem& p, std::int64_t pairs, const KernelOptions& asked, const DeviceLimits& device,
+                     With&& with) {
+  auto measure = [&](const KernelOptions& options) {
+    SplitPlan plan;
+    plan.options = options;
+    with(p, options, [&](auto kernel, auto, auto, std::int64_t shared) {
+      plan.shared_bytes = shared;
+      // Past the opt-in limit the program cannot launch, and CUDA would refuse the question.
+      plan.resident_per_sm = shared <= static_cast<std::int64_t>(device.shared_per_block_optin)
+                                 ? resident_programs_per_sm(kernel, threads_of(options), static_cast<std::size_t>(shared), device)
+                                 : 0;
+    });
+    return plan;
+  };
+  SplitPlan plan;
+  bool planned = false;
+  if (wants_wave_threads(p, pairs, asked, device)) {
+    KernelOptions wave = asked;
+    wave.threads_per_block = kWaveThreads;
+    plan = measure(wave);
+    planned = program_fits(plan.shared_bytes, plan.resident_per_sm, device);
+  }
+  if (!planned) plan = measure(asked);
+  plan.splits = choose_splits(p, pairs, plan.resident_per_sm, plan.options, device);
+  return plan;
 }
+// [plan]
 
-/// The split count of this problem: split_decode's occupancy on \p device, then choose_splits
-/// (\p options resolved).
-inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  int resident = 1;
-  with_kernel(p, options, [&](auto kernel, auto, auto, std::int64_t shared) {
-    resident = resident_programs_per_sm(kernel, threads_of(options), static_cast<std::size_t>(shared), device);
-  });
-  return choose_splits(p, std::int64_t{p.num_seqs} * p.num_q_heads, resident, options, device);
+/// Step 07's plan: split_decode over (query head, sequence) pairs.
+inline SplitPlan make_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return plan_split(p, std::int64_t{p.num_seqs} * p.num_q_heads, options, device,
+                    [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step07::with_kernel(q, o, f); });
 }
 
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
   check_split_kernel(problem, options, kName);
-  const KernelOptions resolved = resolve(problem, options, device);
-  with_kernel(problem, resolved,
-              [&](auto kernel, auto, auto, std::int64_t shared) { require_fits(kernel, shared, resolved, device, kName); });
+  require_fits(make_plan(problem, options, device), device, kName);
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return partials_bytes(p, splits_of(p, resolve(p, options, device), device));
+  return partials_bytes(p, make_plan(p, options, device).splits);
 }
 
 inline void launch(const DecodeView& view, const KernelOptions& asked, const DeviceLimits& device, void* stream) {
   const DecodeProblem& p = view.problem;
-  check(p, asked, device);
-  validate_view(view, workspace_bytes(p, asked, device), kName);
-  const KernelOptions options = resolve(p, asked, device);
+  check_split_kernel(p, asked, kName);
+  const SplitPlan plan = make_plan(p, asked, device);  // once: check, workspace size and launch share it
+  require_fits(plan, device, kName);
+  validate_view(view, partials_bytes(p, plan.splits), kName);
   if (p.num_seqs == 0) return;
   step05::require_aligned(view, kName);
-  const int threads = threads_of(options);
-  const int splits = splits_of(p, options, device);
-  const Partials partials = partials_in(view.workspace, p, splits);
-  with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
+  const Partials partials = partials_in(view.workspace, p, plan.splits);
+  with_kernel(p, plan.options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
     using T = decltype(storage);
     constexpr int D = decltype(head_dim)::value;
     const DecodeArgs<T> args = make_args<T>(view);
-    launch_kernel("step07_split_decode", kernel, dim3(p.num_q_heads, p.num_seqs, splits), dim3(threads),
-                  static_cast<std::size_t>(shared), stream, args, partials);
+    launch_kernel("step07_split_decode", kernel, dim3(p.num_q_heads, p.num_seqs, plan.splits),
+                  dim3(threads_of(plan.options)), static_cast<std::size_t>(shared), stream, args, partials);
     launch_kernel_overlapped("step07_merge_splits", merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs), dim3(kMergeThreads), 0,
                   stream, args, partials);
   });
 }
 
-/// The split kernel's launch on \p device: grid, threads, shared memory, programs an SM, splits.
-/// \p pairs: the (sequence, head) pairs of the grid's first two axes; \p with: with_kernel.
-template <class With>
-std::string describe_split_launch(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device,
-                                  int heads_axis, With&& with) {
-  int resident = 1;
-  std::int64_t shared = 0;
-  with(p, options, [&](auto kernel, auto, auto, std::int64_t bytes) {
-    shared = bytes;
-    resident = resident_programs_per_sm(kernel, threads_of(options), static_cast<std::size_t>(bytes), device);
-  });
-  const int splits = choose_splits(p, std::int64_t{p.num_seqs} * heads_axis, resident, options, device);
-  return cat("grid ", heads_axis, " x ", p.num_seqs, " x ", splits, " programs of ", threads_of(options), " threads, ",
-             shared, " B shared memory, ", resident, " programs an SM on ", device.name, "; ", splits,
-             splits == 1 ? " split of " : " splits of ", partition_of(p, splits), " tokens");
+/// A split kernel's launch on \p device, from its plan: grid, threads, shared memory, programs
+/// an SM, splits. \p heads_axis: the heads of the grid's first axis.
+inline std::string describe_plan(const DecodeProblem& p, const SplitPlan& plan, const DeviceLimits& device, int heads_axis) {
+  return cat("grid ", heads_axis, " x ", p.num_seqs, " x ", plan.splits, " programs of ", threads_of(plan.options),
+             " threads, ", plan.shared_bytes, " B shared memory, ", plan.resident_per_sm, " programs an SM on ", device.name,
+             "; ", plan.splits, plan.splits == 1 ? " split of " : " splits of ", partition_of(p, plan.splits), " tokens");
 }
 
 inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return describe_split_launch(p, resolve(p, options, device), device, p.num_q_heads,
-                               [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step07::with_kernel(q, o, f); });
+  return describe_plan(p, make_plan(p, options, device), device, p.num_q_heads);
 }
 
 inline KernelEntry entry() { return {7, kName, kBackend, &check, &workspace_bytes, &launch, &describe, true}; }

@@ -51,13 +51,10 @@ __global__ void gqa_split_decode(DecodeArgs<T> args, Partials partials) {
 
 // ----- host side -----------------------------------------------------------------------------
 inline constexpr const char* kName = "step08_gqa_sharing";
-inline constexpr int kDefaultThreads = 128;
 /// Floats a lane may spend on one pass's queries and accumulators.
 inline constexpr int kRegisterBudget = 64;
 
-inline int threads_of(const KernelOptions& options) {
-  return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
-}
+using step07::threads_of;  // the same default (step07::kDefaultThreads) and the same plan_split
 
 /// The most heads one pass may hold for a lane slice of \p elems floats (a power of two <= 8).
 constexpr int max_heads_for(int elems) {
@@ -97,59 +94,43 @@ void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   });
 }
 
-/// \p options with the thread count this problem runs (step 07's wave_threads, counted in
-/// (sequence, KV head) pairs).
-inline KernelOptions resolve(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return step07::wave_threads(p, std::int64_t{p.num_seqs} * p.num_kv_heads, options, device,
-                              [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step08::with_kernel(q, o, f); });
-}
-
-/// The split count: the kernel's occupancy on \p device, counted in (sequence, KV head) pairs
-/// (\p options resolved).
-inline int splits_of(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  int resident = 1;
-  with_kernel(p, options, [&](auto kernel, auto, auto, std::int64_t shared) {
-    resident = resident_programs_per_sm(kernel, threads_of(options), static_cast<std::size_t>(shared), device);
-  });
-  return step07::choose_splits(p, std::int64_t{p.num_seqs} * p.num_kv_heads, resident, options, device);
+/// Step 08's plan: step 07's, counted in (sequence, KV head) pairs.
+inline step07::SplitPlan make_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return step07::plan_split(p, std::int64_t{p.num_seqs} * p.num_kv_heads, options, device,
+                            [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step08::with_kernel(q, o, f); });
 }
 
 inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
   step07::check_split_kernel(problem, options, kName);
-  const KernelOptions resolved = resolve(problem, options, device);
-  with_kernel(problem, resolved,
-              [&](auto kernel, auto, auto, std::int64_t shared) { step07::require_fits(kernel, shared, resolved, device, kName); });
+  step07::require_fits(make_plan(problem, options, device), device, kName);
 }
 
 inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return step07::partials_bytes(p, splits_of(p, resolve(p, options, device), device));
+  return step07::partials_bytes(p, make_plan(p, options, device).splits);
 }
 
 inline void launch(const DecodeView& view, const KernelOptions& asked, const DeviceLimits& device, void* stream) {
   const DecodeProblem& p = view.problem;
-  check(p, asked, device);
-  validate_view(view, workspace_bytes(p, asked, device), kName);
-  const KernelOptions options = resolve(p, asked, device);
+  step07::check_split_kernel(p, asked, kName);
+  const step07::SplitPlan plan = make_plan(p, asked, device);  // once, as in step 07
+  step07::require_fits(plan, device, kName);
+  validate_view(view, step07::partials_bytes(p, plan.splits), kName);
   if (p.num_seqs == 0) return;
   step05::require_aligned(view, kName);
-  const int threads = threads_of(options);
-  const int splits = splits_of(p, options, device);
-  const Partials partials = step07::partials_in(view.workspace, p, splits);
-  with_kernel(p, options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
+  const Partials partials = step07::partials_in(view.workspace, p, plan.splits);
+  with_kernel(p, plan.options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
     using T = decltype(storage);
     constexpr int D = decltype(head_dim)::value;
     const DecodeArgs<T> args = make_args<T>(view);
-    launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_kv_heads, p.num_seqs, splits), dim3(threads),
-                  static_cast<std::size_t>(shared), stream, args, partials);
+    launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_kv_heads, p.num_seqs, plan.splits),
+                  dim3(threads_of(plan.options)), static_cast<std::size_t>(shared), stream, args, partials);
     launch_kernel_overlapped("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs),
                   dim3(step07::kMergeThreads), 0, stream, args, partials);
   });
 }
 
 inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return step07::describe_split_launch(
-      p, resolve(p, options, device), device, p.num_kv_heads,
-      [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step08::with_kernel(q, o, f); });
+  return step07::describe_plan(p, make_plan(p, options, device), device, p.num_kv_heads);
 }
 
 inline KernelEntry entry() { return {8, kName, kBackend, &check, &workspace_bytes, &launch, &describe, true}; }

@@ -136,14 +136,16 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   const auto shared = static_cast<std::size_t>(emu_kernels::step06::attend_floats<emu_kernels::bf16, 128, 1, 1>(128) * 4);
   const int resident = static_cast<int>(std::min<std::size_t>(16, h200.shared_per_sm / shared));
   CHECK(resident < 16);  // the copy slots, not the threads, bound it at bf16 and head dim 128
-  CHECK(emu_kernels::step07::splits_of(long_single, {}, h200) ==
-        emu_kernels::step07::choose_splits(long_single, 32, resident, {}, h200));
+  const emu_kernels::step07::SplitPlan plan = emu_kernels::step07::make_plan(long_single, {}, h200);
+  CHECK(plan.resident_per_sm == resident);
+  CHECK(plan.shared_bytes == static_cast<std::int64_t>(shared));
+  CHECK(plan.splits == emu_kernels::step07::choose_splits(long_single, 32, resident, {}, h200));
   // The launch line the programs print and the benchmarks record says the same.
   for (int step : {7, 8}) {
     const pa::KernelEntry& entry = pa::kernel(step, Backend::emulator);
     REQUIRE(entry.describe != nullptr);
-    const int splits = step == 7 ? emu_kernels::step07::splits_of(long_single, {}, h200)
-                                 : emu_kernels::step08::splits_of(long_single, {}, h200);
+    const int splits = step == 7 ? emu_kernels::step07::make_plan(long_single, {}, h200).splits
+                                 : emu_kernels::step08::make_plan(long_single, {}, h200).splits;
     const std::string line = entry.describe(long_single, {}, h200);
     INFO(line);
     CHECK(line.find(std::to_string(splits) + " splits of " +
@@ -154,26 +156,27 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   }
 
   // Known equal lengths and fewer pairs than SMs: one program of kWaveThreads an SM
-  // (wave_threads). long-single: 32 query-head pairs, 132 / 32 = 4 splits of 8192 tokens.
+  // (wants_wave_threads). long-single: 32 query-head pairs, 132 / 32 = 4 splits of 8192 tokens.
   namespace s07 = emu_kernels::step07;
-  const pa::KernelOptions wave = s07::resolve(uniform, {}, h200);
-  CHECK(wave.threads_per_block == s07::kWaveThreads);
-  CHECK(s07::splits_of(uniform, wave, h200) == 132 / 32);
+  const s07::SplitPlan wave = s07::make_plan(uniform, {}, h200);
+  CHECK(wave.options.threads_per_block == s07::kWaveThreads);
+  CHECK(wave.resident_per_sm == 1);
+  CHECK(wave.splits == 132 / 32);
   CHECK(s07::workspace_bytes(uniform, {}, h200) == s07::partials_bytes(uniform, 132 / 32));
-  CHECK(emu_kernels::step08::resolve(uniform, {}, h200).threads_per_block == s07::kWaveThreads);
-  CHECK(emu_kernels::step08::splits_of(uniform, emu_kernels::step08::resolve(uniform, {}, h200), h200) == 132 / 8);
+  CHECK(emu_kernels::step08::make_plan(uniform, {}, h200).options.threads_per_block == s07::kWaveThreads);
+  CHECK(emu_kernels::step08::make_plan(uniform, {}, h200).splits == 132 / 8);
   CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("4 splits of 8192 tokens") != std::string::npos);
   CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("of 512 threads") != std::string::npos);
   // Anything asked for, unequal or unknown lengths, as many pairs as SMs, or under
   // kWaveMinTokens tokens a program: the default threads.
-  CHECK(s07::resolve(uniform, {64}, h200).threads_per_block == 64);
-  CHECK(s07::resolve(uniform, {0, 16}, h200).threads_per_block == 0);
-  CHECK(s07::resolve(long_single, {}, h200).threads_per_block == 0);  // total_context_len unknown
-  CHECK(s07::resolve(ragged, {}, h200).threads_per_block == 0);
+  CHECK(s07::make_plan(uniform, {64}, h200).options.threads_per_block == 64);
+  CHECK(s07::make_plan(uniform, {0, 16}, h200).options.threads_per_block == 0);
+  CHECK(s07::make_plan(long_single, {}, h200).options.threads_per_block == 0);  // total_context_len unknown
+  CHECK(s07::make_plan(ragged, {}, h200).options.threads_per_block == 0);
   pa::DecodeProblem many_pairs = uniform;
   many_pairs.num_q_heads = 132;
   many_pairs.num_kv_heads = 132;
-  CHECK(s07::resolve(many_pairs, {}, h200).threads_per_block == 0);
+  CHECK(s07::make_plan(many_pairs, {}, h200).options.threads_per_block == 0);
   // A program that fits no SM is refused before launch, naming the thread count (on the GPU
   // the registers can be what does not fit; here, an SM with less shared memory than a block may ask for).
   pa::DeviceLimits cramped = h200;
@@ -181,9 +184,19 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   for (int step : {7, 8})
     PA_REQUIRE_THROWS_AS_WITH(pa::kernel(step, Backend::emulator).check(long_single, {}, cramped), pa::ArgumentError,
                               "fits one SM");
+  // describe still says what would run (no occupancy asked past the shared-memory limit).
+  CHECK(pa::kernel(7, Backend::emulator).describe(long_single, {}, cramped).find("0 programs an SM") != std::string::npos);
+  // The wave's program must fit as well: with 64 KB an SM, 512 threads' 128 KB of copy slots do
+  // not, 128 threads' 32 KB do (twice), so the plan keeps the default threads.
+  pa::DeviceLimits small_sm = h200;
+  small_sm.shared_per_sm = 64 * 1024;
+  const s07::SplitPlan fallback = s07::make_plan(uniform, {}, small_sm);
+  CHECK(fallback.options.threads_per_block == 0);
+  CHECK(fallback.resident_per_sm == 2);
+  CHECK(fallback.splits == 132 * 2 / 32);
   pa::DecodeProblem short_uniform = uniform;
   short_uniform.max_context_len = short_uniform.total_context_len = s07::kWaveMinTokens * (132 / 32) - 1;
-  CHECK(s07::resolve(short_uniform, {}, h200).threads_per_block == 0);
+  CHECK(s07::make_plan(short_uniform, {}, h200).options.threads_per_block == 0);
 
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.context_lens = {0, 1, 5, 0};
