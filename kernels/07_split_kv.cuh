@@ -290,41 +290,6 @@ SplitPlan plan_split(const DecodeProblem& p, std::int64_t pairs, const KernelOpt
 }
 // [plan]
 
-/// Step 07's plan: split_decode over (query head, sequence) pairs.
-inline SplitPlan make_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return plan_split(p, std::int64_t{p.num_seqs} * p.num_q_heads, options, device,
-                    [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step07::with_kernel(q, o, f); });
-}
-
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
-  check_split_kernel(problem, options, kName);
-  require_fits(make_plan(problem, options, device), device, kName);
-}
-
-inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return partials_bytes(p, make_plan(p, options, device).splits);
-}
-
-inline void launch(const DecodeView& view, const KernelOptions& asked, const DeviceLimits& device, void* stream) {
-  const DecodeProblem& p = view.problem;
-  check_split_kernel(p, asked, kName);
-  const SplitPlan plan = make_plan(p, asked, device);  // once: check, workspace size and launch share it
-  require_fits(plan, device, kName);
-  validate_view(view, partials_bytes(p, plan.splits), kName);
-  if (p.num_seqs == 0) return;
-  step05::require_aligned(view, kName);
-  const Partials partials = partials_in(view.workspace, p, plan.splits);
-  with_kernel(p, plan.options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
-    using T = decltype(storage);
-    constexpr int D = decltype(head_dim)::value;
-    const DecodeArgs<T> args = make_args<T>(view);
-    launch_kernel("step07_split_decode", kernel, dim3(p.num_q_heads, p.num_seqs, plan.splits),
-                  dim3(threads_of(plan.options)), static_cast<std::size_t>(shared), stream, args, partials);
-    launch_kernel_overlapped("step07_merge_splits", merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs), dim3(kMergeThreads), 0,
-                  stream, args, partials);
-  });
-}
-
 /// A split kernel's launch on \p device, from its plan: grid, threads, shared memory, programs
 /// an SM, splits. \p heads_axis: the heads of the grid's first axis.
 inline std::string describe_plan(const DecodeProblem& p, const SplitPlan& plan, const DeviceLimits& device, int heads_axis) {
@@ -333,10 +298,89 @@ inline std::string describe_plan(const DecodeProblem& p, const SplitPlan& plan, 
              "; ", plan.splits, plan.splits == 1 ? " split of " : " splits of ", partition_of(p, plan.splits), " tokens");
 }
 
-inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return describe_plan(p, make_plan(p, options, device), device, p.num_q_heads);
+// [host]
+/// The host side of a split kernel, the same for steps 07 and 08: what differs is named here
+/// (the kernels' names, the heads of the grid's first axis, the step's with_kernel). Each call
+/// works the plan out once (make_plan), and check, the workspace size, the launch and
+/// describe read it.
+template <class With>
+struct SplitHost {
+  const char* name;          ///< the step, in errors
+  const char* split_kernel;  ///< the split kernel, in launch errors
+  const char* merge_kernel;  ///< the merge kernel, in launch errors
+  bool kv_heads_first;       ///< the grid's first axis: KV heads (step 08) or query heads (step 07)
+  With with;                 ///< calls with_kernel(problem, options, f) of the step
+
+  int heads_axis(const DecodeProblem& p) const { return kv_heads_first ? p.num_kv_heads : p.num_q_heads; }
+
+  SplitPlan make_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) const {
+    return plan_split(p, std::int64_t{p.num_seqs} * heads_axis(p), options, device, with);
+  }
+
+  void check(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) const {
+    check_split_kernel(p, options, name);
+    require_fits(make_plan(p, options, device), device, name);
+  }
+
+  std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) const {
+    return partials_bytes(p, make_plan(p, options, device).splits);
+  }
+
+  void launch(const DecodeView& view, const KernelOptions& asked, const DeviceLimits& device, void* stream) const {
+    const DecodeProblem& p = view.problem;
+    check_split_kernel(p, asked, name);
+    const SplitPlan plan = make_plan(p, asked, device);  // once: check, workspace size and launch share it
+    require_fits(plan, device, name);
+    validate_view(view, partials_bytes(p, plan.splits), name);
+    if (p.num_seqs == 0) return;
+    step05::require_aligned(view, name);
+    const Partials partials = partials_in(view.workspace, p, plan.splits);
+    with(p, plan.options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
+      using T = decltype(storage);
+      constexpr int D = decltype(head_dim)::value;
+      const DecodeArgs<T> args = make_args<T>(view);
+      launch_kernel(split_kernel, kernel, dim3(heads_axis(p), p.num_seqs, plan.splits), dim3(threads_of(plan.options)),
+                    static_cast<std::size_t>(shared), stream, args, partials);
+      launch_kernel_overlapped(merge_kernel, merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs), dim3(kMergeThreads), 0,
+                               stream, args, partials);
+    });
+  }
+
+  std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) const {
+    return describe_plan(p, make_plan(p, options, device), device, heads_axis(p));
+  }
+};
+// [host]
+
+/// This step's with_kernel as a callable object (a SplitHost holds one).
+struct WithKernel {
+  template <class F>
+  void operator()(const DecodeProblem& p, const KernelOptions& options, F&& f) const {
+    step07::with_kernel(p, options, f);
+  }
+};
+
+/// Step 07's host side: split_decode over (query head, sequence) pairs.
+inline constexpr SplitHost<WithKernel> kHost{kName, "step07_split_decode", "step07_merge_splits", false, {}};
+
+inline SplitPlan make_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  return kHost.make_plan(p, options, device);
 }
 
-inline KernelEntry entry() { return {7, kName, kBackend, &check, &workspace_bytes, &launch, &describe, true}; }
+/// The registry entry of split-kernel step \p step: HOST's check, workspace size, launch and
+/// describe.
+template <const auto& HOST>
+KernelEntry split_entry(int step) {
+  return {step,
+          HOST.name,
+          kBackend,
+          [](const DecodeProblem& p, const KernelOptions& o, const DeviceLimits& d) { HOST.check(p, o, d); },
+          [](const DecodeProblem& p, const KernelOptions& o, const DeviceLimits& d) { return HOST.workspace_bytes(p, o, d); },
+          [](const DecodeView& v, const KernelOptions& o, const DeviceLimits& d, void* stream) { HOST.launch(v, o, d, stream); },
+          [](const DecodeProblem& p, const KernelOptions& o, const DeviceLimits& d) { return HOST.describe(p, o, d); },
+          true};
+}
+
+inline KernelEntry entry() { return split_entry<kHost>(7); }
 
 }  // namespace pa::PA_KERNELS::step07

@@ -94,45 +94,21 @@ void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
   });
 }
 
-/// Step 08's plan: step 07's, counted in (sequence, KV head) pairs.
+/// This step's with_kernel as a callable object (a SplitHost holds one).
+struct WithKernel {
+  template <class F>
+  void operator()(const DecodeProblem& p, const KernelOptions& options, F&& f) const {
+    step08::with_kernel(p, options, f);  // qualified: ADL would also find step07::with_kernel
+  }
+};
+
+/// Step 08's host side: step 07's, over (KV head, sequence) pairs, so its plan counts those.
+inline constexpr step07::SplitHost<WithKernel> kHost{kName, "step08_gqa_split_decode", "step08_merge_splits", true, {}};
+
 inline step07::SplitPlan make_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return step07::plan_split(p, std::int64_t{p.num_seqs} * p.num_kv_heads, options, device,
-                            [](const DecodeProblem& q, const KernelOptions& o, auto&& f) { step08::with_kernel(q, o, f); });
+  return kHost.make_plan(p, options, device);
 }
 
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
-  step07::check_split_kernel(problem, options, kName);
-  step07::require_fits(make_plan(problem, options, device), device, kName);
-}
-
-inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return step07::partials_bytes(p, make_plan(p, options, device).splits);
-}
-
-inline void launch(const DecodeView& view, const KernelOptions& asked, const DeviceLimits& device, void* stream) {
-  const DecodeProblem& p = view.problem;
-  step07::check_split_kernel(p, asked, kName);
-  const step07::SplitPlan plan = make_plan(p, asked, device);  // once, as in step 07
-  step07::require_fits(plan, device, kName);
-  validate_view(view, step07::partials_bytes(p, plan.splits), kName);
-  if (p.num_seqs == 0) return;
-  step05::require_aligned(view, kName);
-  const Partials partials = step07::partials_in(view.workspace, p, plan.splits);
-  with_kernel(p, plan.options, [&](auto kernel, auto storage, auto head_dim, std::int64_t shared) {
-    using T = decltype(storage);
-    constexpr int D = decltype(head_dim)::value;
-    const DecodeArgs<T> args = make_args<T>(view);
-    launch_kernel("step08_gqa_split_decode", kernel, dim3(p.num_kv_heads, p.num_seqs, plan.splits),
-                  dim3(threads_of(plan.options)), static_cast<std::size_t>(shared), stream, args, partials);
-    launch_kernel_overlapped("step08_merge_splits", step07::merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs),
-                  dim3(step07::kMergeThreads), 0, stream, args, partials);
-  });
-}
-
-inline std::string describe(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
-  return step07::describe_plan(p, make_plan(p, options, device), device, p.num_kv_heads);
-}
-
-inline KernelEntry entry() { return {8, kName, kBackend, &check, &workspace_bytes, &launch, &describe, true}; }
+inline KernelEntry entry() { return step07::split_entry<kHost>(8); }
 
 }  // namespace pa::PA_KERNELS::step08

@@ -162,7 +162,7 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   CHECK(wave.options.threads_per_block == s07::kWaveThreads);
   CHECK(wave.resident_per_sm == 1);
   CHECK(wave.splits == 132 / 32);
-  CHECK(s07::workspace_bytes(uniform, {}, h200) == s07::partials_bytes(uniform, 132 / 32));
+  CHECK(pa::kernel(7, Backend::emulator).workspace_bytes(uniform, {}, h200) == s07::partials_bytes(uniform, 132 / 32));
   CHECK(emu_kernels::step08::make_plan(uniform, {}, h200).options.threads_per_block == s07::kWaveThreads);
   CHECK(emu_kernels::step08::make_plan(uniform, {}, h200).splits == 132 / 8);
   CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("4 splits of 8192 tokens") != std::string::npos);
