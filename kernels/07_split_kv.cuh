@@ -39,6 +39,26 @@ struct Partials {
   int partition;  ///< tokens per split
 };
 
+// [prologue]
+/// Asks the L2 for the block-table lines of split \p split's tokens (all \p partition of them,
+/// as if the split were full) before the program has read its context length. A program's first
+/// loads form a chain: the context length gives the split's range, the range the entries of its
+/// pages in the block table, the entries the K and V addresses; after the L2 flush each link is
+/// a DRAM round trip. With the table lines on their way while the context length is read, the
+/// second link hits the L2 (run v42: 1 µs of step 07's 50 on long-single). A line holds 32
+/// entries; a thread asks for one line at a time.
+template <class T>
+__device__ __forceinline__ void prefetch_split_table(const DecodeArgs<T>& args, int seq, int split, int partition) {
+  const std::int64_t row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
+  const std::int64_t first = std::int64_t{split} * partition / args.block_size;
+  const std::int64_t last = std::min<std::int64_t>(args.max_blocks_per_seq,
+                                                   (std::int64_t{split + 1} * partition + args.block_size - 1) / args.block_size);
+  const std::int64_t step = std::int64_t{blockDim.x} * 32;
+  for (std::int64_t entry = ((row + first) & ~std::int64_t{31}) + threadIdx.x * 32; entry < row + last; entry += step)
+    prefetch_l2(args.block_tables, entry);  // from the start of the line that holds the first entry
+}
+// [prologue]
+
 // [split]
 /// Program (q_head, seq, split): step 06's pass over tokens [split*partition, ...), written
 /// unnormalised to the partials.
@@ -49,6 +69,7 @@ __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
   const int q_head = blockIdx.x;  // the query heads of one KV head are next to each other in launch order
   const int seq = blockIdx.y;
   const int split = blockIdx.z;
+  prefetch_split_table(args, seq, split, partials.partition);  // before the context length: see above
   const int context_len = args.context_lens[seq];
   const int begin = std::min(split * partials.partition, context_len);  // empty past the end
   const int end = std::min(begin + partials.partition, context_len);
@@ -65,11 +86,17 @@ __global__ void split_decode(DecodeArgs<T> args, Partials partials) {
 // [split]
 
 // [merge]
+/// The most splits merge_splits merges with one thread a channel and one round of loads.
+inline constexpr int kMergeDirectSplits = 8;
+
 /// Program (q_head, seq), kMergeThreads threads: combines the splits. Each split's acc was
 /// summed relative to its own max m_s (base 2); scaled by 2^(m_s - M) to the overall max M, the sums
-/// and accs add up. The threads form `slices` copies of the head_dim channels; slice i takes
-/// splits i, i + slices, ... (so a long context's 128 splits cost each thread 32 loads, not
-/// 128), then slice 0 adds the slices up in a fixed order: the same input gives the same bits.
+/// and accs add up, in split order: the same input gives the same bits. With at most
+/// kMergeDirectSplits splits, one thread a channel loads every split's max, sum and acc at once
+/// and merges them: one round of loads, where the general path takes two and a block
+/// reduction (run v42). With more, the threads form `slices` copies of the head_dim channels;
+/// slice i takes splits i, i + slices, ... (so a long context's 128 splits cost each thread 32
+/// loads, not 128), then slice 0 adds the slices up in a fixed order.
 template <class T, int HEAD_DIM>
 __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
   PA_SHARED(float, scratch, 32);
@@ -79,6 +106,36 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
   const int seq = blockIdx.y;
   const std::int64_t first = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits;
   wait_for_previous_kernel();  // launched overlapped with the split kernel: its partials are complete from here
+  if (partials.splits <= kMergeDirectSplits) {
+    if (threadIdx.x < HEAD_DIM) {
+      const int d = threadIdx.x;
+      float maxes[kMergeDirectSplits], sums[kMergeDirectSplits], accs[kMergeDirectSplits];
+      PA_UNROLL
+      for (int s = 0; s < kMergeDirectSplits; ++s) {  // every load issued before any is used
+        if (s < partials.splits) {
+          maxes[s] = partials.maxes[first + s];
+          sums[s] = partials.sums[first + s];
+          accs[s] = partials.accs[(first + s) * HEAD_DIM + d];
+        }
+      }
+      float merged_max = -INFINITY;
+      PA_UNROLL
+      for (int s = 0; s < kMergeDirectSplits; ++s)
+        if (s < partials.splits) merged_max = fmaxf(merged_max, maxes[s]);
+      float sum = 0.0f, acc = 0.0f;
+      PA_UNROLL
+      for (int s = 0; s < kMergeDirectSplits; ++s) {
+        if (s < partials.splits) {
+          const float weight = sums[s] == 0.0f ? 0.0f : exp2f(maxes[s] - merged_max);  // empty: 0
+          sum += sums[s] * weight;
+          acc += accs[s] * weight;
+        }
+      }
+      const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
+      args.out[out_row + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);
+    }
+    return;
+  }
   float local_max = -INFINITY;
   for (int s = threadIdx.x; s < partials.splits; s += blockDim.x) local_max = fmaxf(local_max, partials.maxes[first + s]);
   const float merged_max = step05::block_reduce_warps<true>(local_max, scratch);

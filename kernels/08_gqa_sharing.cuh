@@ -31,6 +31,7 @@ __global__ void gqa_split_decode(DecodeArgs<T> args, Partials partials) {
   const int kv_head = blockIdx.x;  // heads first, as in step 07
   const int seq = blockIdx.y;
   const int split = blockIdx.z;
+  step07::prefetch_split_table(args, seq, split, partials.partition);  // as in step 07
   const int context_len = args.context_lens[seq];
   const int begin = std::min(split * partials.partition, context_len);
   const int end = std::min(begin + partials.partition, context_len);

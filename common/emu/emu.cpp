@@ -476,6 +476,12 @@ int tensor_id(const char* name) {
   return static_cast<int>(rt.tensor_names.size() - 1);
 }
 
+void global_prefetch(int tensor, std::int64_t index, std::int64_t extent) {
+  if (index < 0 || index >= extent)
+    fault(cat("out-of-bounds prefetch of ", rt.tensor_names.at(static_cast<std::size_t>(tensor)), '[', index, "] (extent ",
+              extent, ')'));
+}
+
 void global_access(int tensor, const void* base, std::int64_t index, std::int64_t count,
                    std::int64_t extent, std::size_t elem_size, bool write, std::size_t align_bytes) {
   Program& prog = program();

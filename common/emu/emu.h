@@ -97,6 +97,9 @@ int tensor_id(const char* name);
 /// \p elem_size bytes at \p index; \p align_bytes > 1 also checks the address's alignment.
 void global_access(int tensor, const void* base, std::int64_t index, std::int64_t count,
                    std::int64_t extent, std::size_t elem_size, bool write, std::size_t align_bytes);
+/// Checks a prefetch of element \p index of a tensor of \p extent elements: out of bounds is a
+/// fault, as for an access; no bytes are counted (the emulator has no cache to fill).
+void global_prefetch(int tensor, std::int64_t index, std::int64_t extent);
 
 template <class T>
 class GlobalSpan;
@@ -153,6 +156,8 @@ class GlobalSpan {
     global_access(tensor_, data_, index, count, size_, sizeof(T), true, sizeof(T) * count);
     std::memcpy(const_cast<value_type*>(data_ + index), in, sizeof(T) * count);
   }
+  /// A prefetch of element \p index: checked, not counted (see global_prefetch).
+  void prefetch(std::int64_t index) const { global_prefetch(tensor_, index, size_); }
   std::int64_t size() const { return size_; }
   const char* name() const { return name_; }
   T* data() const { return data_; }

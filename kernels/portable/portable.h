@@ -233,6 +233,20 @@ __device__ __forceinline__ Vec<std::remove_const_t<T>, N> load_vec(const gspan<T
 #endif
 }
 
+/// Asks the L2 for the 128-byte line that holds element \p index of \p span, without waiting
+/// and without a register: a later load of it hits the L2 instead of DRAM. Under nvcc
+/// `prefetch.global.L2`; the emulator has no cache, so it only checks that the index is inside
+/// the span (a prefetch past the end is a fault there, though the GPU would not fault) and
+/// counts no bytes.
+template <class T>
+__device__ __forceinline__ void prefetch_l2(const gspan<T>& span, std::int64_t index) {
+#if defined(__CUDACC__)
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(span.ptr + index));
+#else
+  span.prefetch(index);
+#endif
+}
+
 /// Stores a vector to elements [index, index+N) of \p span with one access.
 template <int N, class T>
 __device__ __forceinline__ void store_vec(const gspan<T>& span, std::int64_t index, const Vec<T, N>& value) {
