@@ -94,7 +94,7 @@ inline std::vector<KernelOptions> knobs_of(int step) {
   if (step >= 4)
     for (int threads : {32, 64, 256}) knobs.push_back({threads, 0, 0});
   if (step >= 7) {
-    for (int splits : {1, 2, 3, 7, 64}) knobs.push_back({0, splits, 0});
+    for (int splits : {1, 2, 3, 7, 8, 9, 64}) knobs.push_back({0, splits, 0});  // 8, 9: either side of kMergeDirectSplits
     knobs.push_back({64, 5, 0});
     knobs.push_back({0, 0, 100});
   }
