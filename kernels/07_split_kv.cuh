@@ -105,6 +105,12 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
   const int q_head = blockIdx.x;
   const int seq = blockIdx.y;
   const std::int64_t first = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * partials.splits;
+  const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
+  // Split s weighs 2^(m_s - M); an empty split (sum 0) weighs 0. No tokens at all: a row of zeros.
+  auto weight = [](float split_sum, float split_max, float merged_max) {
+    return split_sum == 0.0f ? 0.0f : exp2f(split_max - merged_max);
+  };
+  auto write = [&](int d, float sum, float acc) { args.out[out_row + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum); };
   wait_for_previous_kernel();  // launched overlapped with the split kernel: its partials are complete from here
   if (partials.splits <= kMergeDirectSplits) {
     if (threadIdx.x < HEAD_DIM) {
@@ -126,13 +132,12 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
       PA_UNROLL
       for (int s = 0; s < kMergeDirectSplits; ++s) {
         if (s < partials.splits) {
-          const float weight = sums[s] == 0.0f ? 0.0f : exp2f(maxes[s] - merged_max);  // empty: 0
-          sum += sums[s] * weight;
-          acc += accs[s] * weight;
+          const float w = weight(sums[s], maxes[s], merged_max);
+          sum += sums[s] * w;
+          acc += accs[s] * w;
         }
       }
-      const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
-      args.out[out_row + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);
+      write(d, sum, acc);
     }
     return;
   }
@@ -148,9 +153,9 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
     PA_UNROLL_BY(4)  // four splits' loads in flight, not one after another
     for (int s = slice; s < partials.splits; s += slices) {
       const float split_sum = partials.sums[first + s];
-      const float weight = split_sum == 0.0f ? 0.0f : exp2f(partials.maxes[first + s] - merged_max);  // empty: 0
-      sum += split_sum * weight;
-      acc += partials.accs[(first + s) * HEAD_DIM + d] * weight;
+      const float w = weight(split_sum, partials.maxes[first + s], merged_max);
+      sum += split_sum * w;
+      acc += partials.accs[(first + s) * HEAD_DIM + d] * w;
     }
     slice_accs[slice * HEAD_DIM + d] = acc;
     if (d == 0) slice_sums[slice] = sum;
@@ -162,8 +167,7 @@ __global__ void merge_splits(DecodeArgs<T> args, Partials partials) {
       sum += slice_sums[i];
       acc += slice_accs[i * HEAD_DIM + d];
     }
-    const std::int64_t out_row = (static_cast<std::int64_t>(seq) * args.num_q_heads + q_head) * HEAD_DIM;
-    args.out[out_row + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);
+    write(d, sum, acc);
   }
 }
 /// Threads of a merge program: at least two slices of the largest head dim (256).
