@@ -10,6 +10,9 @@
 #                  is available, else cpu
 #   pa_configure   runs `cmake --preset <name>` unless build/<name> was already configured
 #                  that way (with the current CMakePresets.json)
+#   pa_forget_undepended <build dir>
+#                  removes the objects whose entry in Ninja's dependency log lists no headers,
+#                  so the next build compiles them again
 
 PA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -147,4 +150,22 @@ pa_configure() {
   fi
   (cd "${PA_ROOT}" && cmake --preset "${preset}") || return 1
   printf '%s\n' "${want}" >"${stamp}"
+}
+
+# pa_forget_undepended <build dir>: Ninja rebuilds an object when a header it includes changes only
+# if its entry in the dependency log (.ninja_deps) lists that header. An entry with no headers at
+# all (left by a compile that was interrupted, or an object written by something other than
+# Ninja) keeps the object "up to date" through any header change: on 2026-12-01 step 08's CUDA
+# object, four commits old, went into recorded runs that way. No compiled source of this project
+# includes nothing, so such an object is removed, and the next build compiles it again.
+pa_forget_undepended() {
+  local build_dir="$1"
+  [[ -f "${build_dir}/.ninja_deps" ]] || return 0
+  local listing object
+  listing="$(ninja -C "${build_dir}" -t deps)" || return 1
+  while read -r object; do
+    [[ -n "${object}" ]] || continue
+    pa_say "${build_dir}/${object}: no header dependencies recorded; compiling it again"
+    rm -f "${build_dir}/${object}"
+  done < <(awk '$2 == "#deps" && $3 == "0," && $1 ~ /\.o:$/ { sub(/:$/, "", $1); print $1 }' <<<"${listing}")
 }
