@@ -156,8 +156,9 @@ pa_configure() {
 # if its entry in the dependency log (.ninja_deps) lists that header. An entry with no headers at
 # all (left by a compile that was interrupted, or an object written by something other than
 # Ninja) keeps the object "up to date" through any header change: on 2026-12-01 step 08's CUDA
-# object, four commits old, went into recorded runs that way. No compiled source of this project
-# includes nothing, so such an object is removed, and the next build compiles it again.
+# object, older than three commits to the headers it includes, went into recorded runs that way.
+# Every compiled source of this project includes headers, so such an object is removed, and the
+# next build compiles it again.
 pa_forget_undepended() {
   local build_dir="$1"
   [[ -f "${build_dir}/.ninja_deps" ]] || return 0
