@@ -213,16 +213,20 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   // K and V travel global -> shared memory by asynchronous copies, kStages tiles deep: while a
   // thread computes tile t (in stage t % kStages), the copies of tiles t+1 .. t+kStages-1 are in
   // flight, and they hold no registers. Each lane copies exactly the 16-byte slices it will read
-  // back itself, so no barrier is needed, only its own wait. A thread's kSlots 16-byte slots of a
-  // stage sit 32 floats apart, interleaved with those of the 7 threads next to it ([thread / 8]
-  // [stage][slot][thread % 8]): a warp's 16-byte accesses to one slot are conflict-free, and a
-  // slot's distance from the thread's first is a constant, an immediate in the instruction.
+  // back itself, so no barrier is needed, only its own wait. A warp's slots are its own block,
+  // [warp][stage][slot][lane]: one copy instruction of a warp writes 512 contiguous bytes (its 32
+  // lanes' slices side by side), one 16-byte read of a slot is conflict-free, and a slot's
+  // distance from the thread's first is a constant, an immediate in the instruction. With the
+  // slots of 8 threads interleaved instead ([thread / 8][stage][slot][thread % 8], which the
+  // banks serve as well) a copy instruction wrote four 128-byte pieces 2 KB apart, and the H200
+  // took longer to land copies that the L2 serves: step 07 on long-single 1 us slower (run v51),
+  // its bare copies in its pattern 41 us against 38 (run v50; the step 06 page).
   constexpr int kSlots = TOKENS * 2 * S::kPerThread;  // [token][K, V][vector]
-  constexpr int kStageFloats = kSlots * 32;           // a stage of 8 threads' slots
-  auto mine = shared_slot(shared, static_cast<int>(threadIdx.x / 8) * kStages * kStageFloats +
-                                      static_cast<int>(threadIdx.x % 8) * 4);
+  constexpr int kStageFloats = kSlots * 32 * 4;       // a stage of a warp's slots (32 lanes x 16 bytes a slot)
+  auto mine = shared_slot(shared, static_cast<int>(threadIdx.x / 32) * kStages * kStageFloats +
+                                      static_cast<int>(threadIdx.x % 32) * 4);
   keep_in_register(mine);
-  auto slot = [](int stage, int u, int kv, int j) { return stage * kStageFloats + ((u * 2 + kv) * S::kPerThread + j) * 32; };
+  auto slot = [](int stage, int u, int kv, int j) { return stage * kStageFloats + ((u * 2 + kv) * S::kPerThread + j) * 128; };
   // Starts the copies of the next token of each stream into \p stage. CHECKED: a stream may have
   // ended (then its slots are zero-filled, so the weight-0 product below adds 0, not whatever the
   // slot held); unchecked, the caller knows every stream has its token.

@@ -13,9 +13,9 @@
 /// query heads that share a KV head are next to each other in launch order and run at the same
 /// time: the L2 then serves most of their repeated reads of each K and V row. The split
 /// count comes from the device (the occupancy calculator's programs an SM): one wave of at most
-/// kWaveWarps warps an SM when the sequences are equally long (one program of kWaveThreads an
-/// SM when there are fewer (sequence, head) pairs than SMs), else enough programs for kRounds
-/// rounds of what every SM holds at once; no split shorter than 256 tokens.
+/// kWaveWarps warps an SM when the sequences are equally long (kWaveShape, two programs of 256
+/// threads at tile 2 an SM, when there are fewer (sequence, head) pairs than SMs), else enough
+/// programs for kRounds rounds of what every SM holds at once; no split shorter than 256 tokens.
 /// Splits past a short sequence's end are empty: they write sum 0, which weighs nothing, and
 /// context 0 gives a row of zeros, never NaN.
 ///
@@ -186,11 +186,18 @@ inline constexpr int kRounds = 8;
 /// and v20) found both split kernels fastest near 16 warps (4 programs of 128 threads) an SM
 /// whatever more the SM could hold, and each program more pays its fixed costs again.
 inline constexpr int kWaveWarps = 16;
-/// Threads of a program when the one-wave split count gives every SM one program (see
-/// wants_wave_threads): all of kWaveWarps in one program.
-inline constexpr int kWaveThreads = kWaveWarps * 32;
-/// The fewest tokens a kWaveThreads program must get for make_plan to choose it: 32 for each
-/// of its 64 thread groups at bf16 and head dim 128 (the H200 runs measured 2048 and 8192).
+/// The program of the one-wave plan (wants_wave_program): its threads and its tile (tokens a
+/// thread group takes per iteration). kWaveWarps * 32 / threads of them fill an SM's wave.
+struct WaveShape {
+  int threads;
+  int tile;
+};
+/// Step 07's: two programs of 256 threads an SM, each thread group taking two tokens an
+/// iteration (run v51 measured the shapes; the page has the table).
+inline constexpr WaveShape kWaveShape{kWaveWarps * 32 / 2, 2};
+/// The fewest tokens of one sequence on one SM (sm_count / pairs of them share it) for
+/// make_plan to choose the wave program: at 16 warps an SM, 32 tokens for each of 64 thread
+/// groups of one token at bf16 and head dim 128 (the H200 runs measured 2048 and 8192).
 inline constexpr int kWaveMinTokens = 2048;
 
 inline int threads_of(const KernelOptions& options) {
@@ -201,27 +208,30 @@ inline int threads_of(const KernelOptions& options) {
 inline bool lengths_equal(const DecodeProblem& p) { return p.total_context_len == std::int64_t{p.num_seqs} * p.max_context_len; }
 
 // [threads]
-/// Whether one program of kWaveThreads an SM is wanted: the caller leaves threads, splits and
-/// partition at 0 (choose), the lengths are known to be equal, there are fewer (sequence, head)
-/// \p pairs than SMs, and each of the sm_count / pairs programs gets at least kWaveMinTokens
-/// tokens. Then the one-wave split count (sm_count / pairs splits, at most kWaveWarps warps an
-/// SM) puts one program on each SM. Several equal programs on one SM do not finish together:
-/// the SM's warp schedulers favour the warps of the programs that started first, and the last
-/// program runs on alone (the page has the measurement). make_plan takes kWaveThreads only if
-/// such a program fits an SM; otherwise, and in every other case, kDefaultThreads.
-inline bool wants_wave_threads(const DecodeProblem& p, std::int64_t pairs, const KernelOptions& options,
+/// Whether the wave program (a step's WaveShape) is wanted: the caller leaves threads, tile,
+/// splits and partition at 0 (choose), the lengths are known to be equal, there are fewer
+/// (sequence, head) \p pairs than SMs, and each SM's share of a sequence (sm_count / pairs of
+/// them share one) is at least kWaveMinTokens tokens. Then the one-wave split count fills
+/// every SM's kWaveWarps warps with the wave's programs. Several equal programs of 128
+/// threads on one SM do not finish together: the SM's warp schedulers favour the warps of the
+/// programs that started first, and the last program runs on alone (the page has the
+/// measurement); the wave programs are larger and fewer. make_plan takes the wave program only
+/// if it fits an SM; otherwise, and in every other case, the asked options (kDefaultThreads).
+inline bool wants_wave_program(const DecodeProblem& p, std::int64_t pairs, const KernelOptions& options,
                                const DeviceLimits& device) {
-  const bool choose = options.threads_per_block == 0 && options.num_splits == 0 && options.partition_tokens == 0;
+  const bool choose = options.threads_per_block == 0 && options.tile_tokens == 0 && options.num_splits == 0 &&
+                      options.partition_tokens == 0;
   return choose && lengths_equal(p) && pairs > 0 && pairs < device.sm_count &&
          p.max_context_len >= std::int64_t{kWaveMinTokens} * (device.sm_count / pairs);
 }
 // [threads]
 
 /// What a split kernel runs for one problem, worked out once per call (make_plan): the options
-/// with the thread count filled in, the program's dynamic shared memory, the programs one SM
-/// holds at once (CUDA's occupancy calculator on the GPU; 0 when none fits) and the split count.
+/// with the thread count and the tile filled in, the program's dynamic shared memory, the
+/// programs one SM holds at once (CUDA's occupancy calculator on the GPU; 0 when none fits) and
+/// the split count.
 struct SplitPlan {
-  KernelOptions options;  ///< as asked, or with threads_per_block = kWaveThreads
+  KernelOptions options;  ///< as asked, or with the wave program's threads and tile
   std::int64_t shared_bytes = 0;
   int resident_per_sm = 0;  ///< 0: the program fits no SM (check and launch refuse the plan)
   int splits = 1;
@@ -317,14 +327,14 @@ void with_kernel(const DecodeProblem& p, const KernelOptions& options, F&& f) {
 }
 
 // [plan]
-/// The plan of a split kernel for \p p and the \p asked options: kWaveThreads where
-/// wants_wave_threads says so and such a program fits, else the asked options; the program's
-/// shared memory and occupancy on \p device (asked once, not per check); then choose_splits.
+/// The plan of a split kernel for \p p and the \p asked options: the step's \p wave program
+/// where wants_wave_program says so and it fits, else the asked options; the program's shared
+/// memory and occupancy on \p device (asked once, not per check); then choose_splits.
 /// \p pairs: the (sequence, head) pairs of the grid's first two axes; \p with: the step's
 /// with_kernel.
 template <class With>
 SplitPlan plan_split(const DecodeProblem& p, std::int64_t pairs, const KernelOptions& asked, const DeviceLimits& device,
-                     With&& with) {
+                     WaveShape wave_shape, With&& with) {
   auto measure = [&](const KernelOptions& options) {
     SplitPlan plan;
     plan.options = options;
@@ -339,9 +349,10 @@ SplitPlan plan_split(const DecodeProblem& p, std::int64_t pairs, const KernelOpt
   };
   SplitPlan plan;
   bool planned = false;
-  if (wants_wave_threads(p, pairs, asked, device)) {
+  if (wants_wave_program(p, pairs, asked, device)) {
     KernelOptions wave = asked;
-    wave.threads_per_block = kWaveThreads;
+    wave.threads_per_block = wave_shape.threads;
+    wave.tile_tokens = wave_shape.tile;
     plan = measure(wave);
     planned = program_fits(plan.shared_bytes, plan.resident_per_sm, device);
   }
@@ -370,12 +381,13 @@ struct SplitHost {
   const char* split_kernel;  ///< the split kernel, in launch errors
   const char* merge_kernel;  ///< the merge kernel, in launch errors
   bool kv_heads_first;       ///< the grid's first axis: KV heads (step 08) or query heads (step 07)
+  WaveShape wave;            ///< the step's wave program (plan_split)
   With with;                 ///< calls with_kernel(problem, options, f) of the step
 
   int heads_axis(const DecodeProblem& p) const { return kv_heads_first ? p.num_kv_heads : p.num_q_heads; }
 
   SplitPlan make_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) const {
-    return plan_split(p, std::int64_t{p.num_seqs} * heads_axis(p), options, device, with);
+    return plan_split(p, std::int64_t{p.num_seqs} * heads_axis(p), options, device, wave, with);
   }
 
   void check(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) const {
@@ -422,7 +434,7 @@ struct WithKernel {
 };
 
 /// Step 07's host side: split_decode over (query head, sequence) pairs.
-inline constexpr SplitHost<WithKernel> kHost{kName, "step07_split_decode", "step07_merge_splits", false, {}};
+inline constexpr SplitHost<WithKernel> kHost{kName, "step07_split_decode", "step07_merge_splits", false, kWaveShape, {}};
 
 inline SplitPlan make_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
   return kHost.make_plan(p, options, device);

@@ -155,22 +155,32 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
           std::string::npos);
   }
 
-  // Known equal lengths and fewer pairs than SMs: one program of kWaveThreads an SM
-  // (wants_wave_threads). long-single: 32 query-head pairs, 132 / 32 = 4 splits of 8192 tokens.
+  // Known equal lengths and fewer pairs than SMs: the step's wave program (wants_wave_program).
+  // Step 07: two programs of 256 threads an SM at tile 2; long-single's 32 query-head pairs get
+  // 132 * 2 / 32 = 8 splits of 4096 tokens. Step 08: one of 512 threads at tile 1, 132 / 8 = 16.
   namespace s07 = emu_kernels::step07;
+  namespace s08 = emu_kernels::step08;
   const s07::SplitPlan wave = s07::make_plan(uniform, {}, h200);
-  CHECK(wave.options.threads_per_block == s07::kWaveThreads);
-  CHECK(wave.resident_per_sm == 1);
-  CHECK(wave.splits == 132 / 32);
-  CHECK(pa::kernel(7, Backend::emulator).workspace_bytes(uniform, {}, h200) == s07::partials_bytes(uniform, 132 / 32));
-  CHECK(emu_kernels::step08::make_plan(uniform, {}, h200).options.threads_per_block == s07::kWaveThreads);
-  CHECK(emu_kernels::step08::make_plan(uniform, {}, h200).splits == 132 / 8);
-  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("4 splits of 8192 tokens") != std::string::npos);
-  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("of 512 threads") != std::string::npos);
-  // Anything asked for, unequal or unknown lengths, as many pairs as SMs, or under
-  // kWaveMinTokens tokens a program: the default threads.
+  CHECK(wave.options.threads_per_block == s07::kWaveShape.threads);
+  CHECK(wave.options.threads_per_block == 256);
+  CHECK(wave.options.tile_tokens == 2);
+  CHECK(wave.resident_per_sm == 2);
+  CHECK(wave.splits == 132 * 2 / 32);
+  CHECK(pa::kernel(7, Backend::emulator).workspace_bytes(uniform, {}, h200) == s07::partials_bytes(uniform, 132 * 2 / 32));
+  const s07::SplitPlan wave08 = s08::make_plan(uniform, {}, h200);
+  CHECK(wave08.options.threads_per_block == s08::kWaveShape.threads);
+  CHECK(wave08.options.threads_per_block == 512);
+  CHECK(wave08.options.tile_tokens == 1);
+  CHECK(wave08.splits == 132 / 8);
+  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("8 splits of 4096 tokens") != std::string::npos);
+  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("of 256 threads") != std::string::npos);
+  CHECK(pa::kernel(8, Backend::emulator).describe(uniform, {}, h200).find("of 512 threads") != std::string::npos);
+  // Anything asked for (threads, splits or the tile), unequal or unknown lengths, as many pairs
+  // as SMs, or under kWaveMinTokens tokens of a sequence an SM: the asked options.
   CHECK(s07::make_plan(uniform, {64}, h200).options.threads_per_block == 64);
   CHECK(s07::make_plan(uniform, {0, 16}, h200).options.threads_per_block == 0);
+  CHECK(s07::make_plan(uniform, {0, 0, 0, 1}, h200).options.threads_per_block == 0);
+  CHECK(s07::make_plan(uniform, {0, 0, 0, 1}, h200).options.tile_tokens == 1);
   CHECK(s07::make_plan(long_single, {}, h200).options.threads_per_block == 0);  // total_context_len unknown
   CHECK(s07::make_plan(ragged, {}, h200).options.threads_per_block == 0);
   pa::DecodeProblem many_pairs = uniform;
@@ -186,12 +196,14 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
                               "fits one SM");
   // describe still says what would run (no occupancy asked past the shared-memory limit).
   CHECK(pa::kernel(7, Backend::emulator).describe(long_single, {}, cramped).find("0 programs an SM") != std::string::npos);
-  // The wave's program must fit as well: with 64 KB an SM, 512 threads' 128 KB of copy slots do
-  // not, 128 threads' 32 KB do (twice), so the plan keeps the default threads.
+  // The wave's program must fit as well: with 64 KB an SM, the 96 KB of copy slots of 256
+  // threads at tile 2 do not, 128 threads' 32 KB at tile 1 do (twice), so the plan keeps the
+  // default threads and tile.
   pa::DeviceLimits small_sm = h200;
   small_sm.shared_per_sm = 64 * 1024;
   const s07::SplitPlan fallback = s07::make_plan(uniform, {}, small_sm);
   CHECK(fallback.options.threads_per_block == 0);
+  CHECK(fallback.options.tile_tokens == 0);
   CHECK(fallback.resident_per_sm == 2);
   CHECK(fallback.splits == 132 * 2 / 32);
   pa::DecodeProblem short_uniform = uniform;
