@@ -105,8 +105,8 @@ struct WithKernel {
 
 /// Step 08's wave program: one of 512 threads an SM at tile 1. Its thread group already uses
 /// each K and V row for the whole query-head group, so step 07's tile 2 (two tokens an
-/// iteration, to spread the per-iteration costs) made it slower: 45 us on long-single against
-/// 42.6 (run v51).
+/// iteration, to spread the per-iteration costs) made it slower: 44.8-47.0 us on long-single
+/// against 41.6-43.0 (run v51).
 inline constexpr step07::WaveShape kWaveShape{step07::kWaveWarps * 32, 1};
 
 /// Step 08's host side: step 07's, over (KV head, sequence) pairs, so its plan counts those.
