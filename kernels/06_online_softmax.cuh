@@ -435,12 +435,15 @@ inline void require_shared(std::int64_t bytes, const KernelOptions& options, con
                  " (0: default)"));
 }
 
-/// Calls `f(std::integral_constant<int, TOKENS>{})` with the tile of \p options:
-/// options.tile_tokens, or kDefaultTileTokens.
+/// The tile \p options ask for: options.tile_tokens, or kDefaultTileTokens.
+inline int tile_of(const KernelOptions& options) {
+  return options.tile_tokens > 0 ? options.tile_tokens : kDefaultTileTokens;
+}
+
+/// Calls `f(std::integral_constant<int, TOKENS>{})` with the tile of \p options (tile_of).
 template <class F>
 void dispatch_tile(const KernelOptions& options, F&& f) {
-  const int tile = options.tile_tokens > 0 ? options.tile_tokens : kDefaultTileTokens;
-  dispatch_compiled<PA_TILE_TOKENS>(tile, "options.tile_tokens", f);
+  dispatch_compiled<PA_TILE_TOKENS>(tile_of(options), "options.tile_tokens", f);
 }
 
 /// Calls `f(T{}, head_dim, tile)` with the storage type, head dim and tile (integral constants)

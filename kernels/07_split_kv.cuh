@@ -362,11 +362,12 @@ SplitPlan plan_split(const DecodeProblem& p, std::int64_t pairs, const KernelOpt
 }
 // [plan]
 
-/// A split kernel's launch on \p device, from its plan: grid, threads, shared memory, programs
-/// an SM, splits. \p heads_axis: the heads of the grid's first axis.
+/// A split kernel's launch on \p device, from its plan: grid, threads, tile, shared memory,
+/// programs an SM, splits. \p heads_axis: the heads of the grid's first axis.
 inline std::string describe_plan(const DecodeProblem& p, const SplitPlan& plan, const DeviceLimits& device, int heads_axis) {
   return cat("grid ", heads_axis, " x ", p.num_seqs, " x ", plan.splits, " programs of ", threads_of(plan.options),
-             " threads, ", plan.shared_bytes, " B shared memory, ", plan.resident_per_sm, " programs an SM on ", device.name,
+             " threads at tile ", step06::tile_of(plan.options), ", ", plan.shared_bytes, " B shared memory, ",
+             plan.resident_per_sm, " programs an SM on ", device.name,
              "; ", plan.splits, plan.splits == 1 ? " split of " : " splits of ", partition_of(p, plan.splits), " tokens");
 }
 

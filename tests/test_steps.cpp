@@ -173,8 +173,8 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   CHECK(wave08.options.tile_tokens == 1);
   CHECK(wave08.splits == 132 / 8);
   CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("8 splits of 4096 tokens") != std::string::npos);
-  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("of 256 threads") != std::string::npos);
-  CHECK(pa::kernel(8, Backend::emulator).describe(uniform, {}, h200).find("of 512 threads") != std::string::npos);
+  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("of 256 threads at tile 2,") != std::string::npos);
+  CHECK(pa::kernel(8, Backend::emulator).describe(uniform, {}, h200).find("of 512 threads at tile 1,") != std::string::npos);
   // Anything asked for (threads, splits or the tile), unequal or unknown lengths, as many pairs
   // as SMs, or under kWaveMinTokens tokens of a sequence an SM: the asked options.
   CHECK(s07::make_plan(uniform, {64}, h200).options.threads_per_block == 64);
