@@ -4,7 +4,7 @@ Shared by `scripts/results` (which rewrites the README regions) and `notebooks/l
 (which plots). Standard library only.
 
 The files are Google Benchmark JSON (`--benchmark_format=json`) written by `bench_ladder`
-(common/bench.h). Benchmark names have the form
+(harness/bench.h). Benchmark names have the form
 
     step03_naive_decode/gpu/gqa-batch[/iterations:1/manual_time]    median GPU time, GB/s, ...
     step03_naive_decode/traffic/gqa-batch[/iterations:1]            predicted_bytes (emulator)

@@ -1,6 +1,6 @@
 // The benchmarks of every kernel step in one program, so a GPU run builds and uploads each
-// named workload once (see common/bench.h). `--benchmark_filter=/gpu/` selects the GPU ones.
-#include "common/bench.h"
+// named workload once (see harness/bench.h). `--benchmark_filter=/gpu/` selects the GPU ones.
+#include "harness/bench.h"
 #include "kernels/registry.h"
 
 int main(int argc, char** argv) {

@@ -13,7 +13,7 @@
 #include <iostream>
 #include <string>
 
-#include "common/harness.h"
+#include "harness/harness.h"
 #include "common/report.h"
 #include "kernels/registry.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/harness.h"
+#include "harness/harness.h"
 #include "kernels/registry.h"
 #include "tests/catch_compat.h"
 

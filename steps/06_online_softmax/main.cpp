@@ -1,5 +1,5 @@
 // Step 06 as a program: the kernel in the emulator and (where a GPU is present) on the GPU,
 // both compared with the oracle, side by side. `--help` lists the flags.
-#include "common/harness.h"
+#include "harness/harness.h"
 
 int main(int argc, char** argv) { return pa::kernel_step_main(6, argc, argv); }

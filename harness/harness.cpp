@@ -1,4 +1,4 @@
-#include "common/harness.h"
+#include "harness/harness.h"
 
 #include <algorithm>
 #include <chrono>

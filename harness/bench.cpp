@@ -1,4 +1,4 @@
-#include "common/bench.h"
+#include "harness/bench.h"
 
 #include <benchmark/benchmark.h>
 
@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "common/harness.h"
+#include "harness/harness.h"
 #include "common/report.h"
 #include "kernels/registry.h"
 
