@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -292,6 +293,81 @@ def newest_gpu_run(runs: Iterable[Run]) -> Optional[Run]:
 def newest_traffic_run(runs: Iterable[Run]) -> Optional[Run]:
     traffic_runs = [run for run in runs if run.has("traffic")]
     return max(traffic_runs, key=lambda run: (run.date, run.path.name)) if traffic_runs else None
+
+
+# ----------------------------------------------------------------------------------------------
+# The archive: docs/results/ keeps the newest run of each GPU; the runs it replaces go to lab/runs/
+
+
+RESULTS_DIR = Path("docs") / "results"
+ARCHIVE_DIR = Path("lab") / "runs"
+PERF_LOG = Path("lab") / "perf-log.md"
+
+
+def superseded_runs(runs: Iterable[Run]) -> List[Run]:
+    """The GPU runs that a newer run of the same GPU (the `gpu` of their context) replaces,
+    oldest first: everything `archive` moves."""
+    by_gpu: Dict[str, List[Run]] = {}
+    for run in runs:
+        if run.is_gpu_run:
+            by_gpu.setdefault(run.gpu_name, []).append(run)
+    old = []
+    for group in by_gpu.values():
+        newest = newest_gpu_run(group)
+        old += [run for run in group if run is not newest]
+    return sorted(old, key=lambda run: (run.date, run.path.name))
+
+
+def _git_tracked(root: Path, path: Path) -> bool:
+    try:
+        found = subprocess.run(["git", "-C", str(root), "ls-files", "--error-unmatch", "--",
+                                path.relative_to(root).as_posix()], capture_output=True, check=False)
+    except OSError:  # no git here
+        return False
+    return found.returncode == 0
+
+
+def _move(root: Path, source: Path, dest: Path) -> None:
+    """`git mv` where git tracks \p source, a plain rename otherwise; never over an existing file."""
+    if dest.exists():
+        raise ValueError(f"{dest} exists already; not moving {source} over it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if _git_tracked(root, source):
+        moved = subprocess.run(["git", "-C", str(root), "mv", "--", source.relative_to(root).as_posix(),
+                                dest.relative_to(root).as_posix()], capture_output=True, text=True, check=False)
+        if moved.returncode != 0:
+            raise ValueError(f"git mv {source} {dest}: {moved.stderr.strip()}")
+    else:
+        source.rename(dest)
+
+
+def archive(root: Optional[Path] = None) -> List[Tuple[Path, Path]]:
+    """Moves every run of docs/results/ that a newer run of the same GPU replaces to lab/runs/:
+    its JSON and the folder of its logs (named like the JSON, without `.json`), with `git mv`
+    where git tracks them. lab/perf-log.md's mentions of `docs/results/<run>` then name
+    `lab/runs/<run>`. Returns the (from, to) pairs moved; nothing when each GPU has one run."""
+    root = (Path(root) if root is not None else ROOT).resolve()
+    results, archived = root / RESULTS_DIR, root / ARCHIVE_DIR
+    moves = []
+    for run in superseded_runs(load_runs(results)):
+        stem = run.path.name[:-len(".json")] if run.path.name.endswith(".json") else run.path.name
+        moves.append((results / run.path.name, archived / run.path.name))
+        if (results / stem).is_dir():
+            moves.append((results / stem, archived / stem))
+    for source, dest in moves:  # check them all before moving any
+        if dest.exists():
+            raise ValueError(f"{dest} exists already; not moving {source} over it")
+    for source, dest in moves:
+        _move(root, source, dest)
+    log = root / PERF_LOG
+    if moves and log.is_file():
+        text = new = log.read_text(encoding="utf-8")
+        for source, dest in moves:
+            tail = "/" if dest.is_dir() else ""  # a folder: only paths inside it
+            new = new.replace(source.relative_to(root).as_posix() + tail, dest.relative_to(root).as_posix() + tail)
+        if new != text:
+            log.write_text(new, encoding="utf-8")
+    return moves
 
 
 # ----------------------------------------------------------------------------------------------

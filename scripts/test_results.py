@@ -6,6 +6,7 @@ is written into docs/results/ or the real READMEs.
 """
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -423,6 +424,93 @@ class ScriptTest(unittest.TestCase):
         result = self.tree.run_script("--check")
         self.assertEqual(result.returncode, 2)
         self.assertIn("unbalanced", result.stderr)
+
+
+class ArchiveTest(unittest.TestCase):
+    """scripts/results --archive: docs/results/ keeps the newest run of each GPU; the rest go to lab/runs/."""
+
+    OLD = "nvidia-h200-20261130-abc1234"
+    NEW = "nvidia-h200-20261201-def5678"
+
+    def setUp(self):
+        self.tree = Tree()
+        self.tree.write("emulator-traffic.json", traffic_run())
+        self.tree.write(self.OLD + ".json", gpu_run(date="2026-11-30T10:00:00+00:00", rev="abc1234"))
+        logs = self.tree.results / self.OLD
+        logs.mkdir()
+        (logs / "gpu-tests.log").write_text("old tests\n", encoding="utf-8")
+        self.lab = self.tree.root / "lab"
+        self.lab.mkdir()
+        (self.lab / "perf-log.md").write_text(
+            f"- v1 `docs/results/{self.OLD}.json` (logs in `docs/results/{self.OLD}/`)\n"
+            f"- v2 `docs/results/{self.NEW}.json`\n", encoding="utf-8")
+
+    def tearDown(self):
+        self.tree.close()
+
+    def land_new_run(self):
+        self.tree.write(self.NEW + ".json", gpu_run(date="2026-12-01T10:00:00+00:00", rev="def5678", slow=0.5))
+        (self.tree.results / self.NEW).mkdir()
+        (self.tree.results / self.NEW / "gpu-tests.log").write_text("new tests\n", encoding="utf-8")
+
+    def names(self, folder):
+        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+    def test_superseded_runs_are_per_gpu(self):
+        self.land_new_run()
+        other = gpu_run(date="2026-11-01T10:00:00+00:00", rev="aaa0000")  # older, but another GPU's only run
+        other["context"]["gpu"] = "NVIDIA H100"
+        self.tree.write("nvidia-h100-20261101-aaa0000.json", other)
+        old = rl.superseded_runs(rl.load_runs(self.tree.results))
+        self.assertEqual([run.path.name for run in old], [self.OLD + ".json"])
+
+    def test_one_run_a_gpu_moves_nothing(self):
+        result = self.tree.run_script("--archive")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("moved", result.stdout)
+        self.assertIn(self.OLD + ".json", self.names(self.tree.results))
+        self.assertFalse((self.lab / "runs").exists())
+
+    def test_the_replaced_run_and_its_logs_move_to_the_lab(self):
+        self.land_new_run()
+        result = self.tree.run_script("--archive")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"moved docs/results/{self.OLD}.json to lab/runs/{self.OLD}.json", result.stdout)
+        self.assertEqual(self.names(self.tree.results), ["emulator-traffic.json", self.NEW, self.NEW + ".json"])
+        self.assertEqual(self.names(self.lab / "runs"), [self.OLD, self.OLD + ".json"])
+        self.assertEqual((self.lab / "runs" / self.OLD / "gpu-tests.log").read_text(encoding="utf-8"), "old tests\n")
+        self.assertEqual(self.tree.text("lab/perf-log.md"),
+                         f"- v1 `lab/runs/{self.OLD}.json` (logs in `lab/runs/{self.OLD}/`)\n"
+                         f"- v2 `docs/results/{self.NEW}.json`\n")
+        self.assertIn("rev def5678", self.tree.text("README.md"))  # then the regions, as without --archive
+        self.assertEqual(self.tree.run_script("--check").returncode, 0)
+        again = self.tree.run_script("--archive")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertNotIn("moved", again.stdout)
+
+    def test_never_over_an_archived_file(self):
+        self.land_new_run()
+        (self.lab / "runs").mkdir()
+        (self.lab / "runs" / (self.OLD + ".json")).write_text("already here", encoding="utf-8")
+        result = self.tree.run_script("--archive")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("exists already", result.stderr)
+        self.assertIn(self.OLD + ".json", self.names(self.tree.results))  # nothing moved
+        self.assertIn(self.OLD, self.names(self.tree.results))
+
+    def test_not_with_check(self):
+        self.assertEqual(self.tree.run_script("--archive", "--check").returncode, 2)
+
+    @unittest.skipUnless(shutil.which("git"), "git not installed")
+    def test_git_records_the_moves_as_renames(self):
+        self.land_new_run()
+        git = ["git", "-C", str(self.tree.root), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+        for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "runs"]):
+            subprocess.run(git + command, check=True, capture_output=True)
+        self.assertEqual(self.tree.run_script("--archive").returncode, 0)
+        status = subprocess.run(git + ["status", "--porcelain"], check=True, capture_output=True, text=True).stdout
+        self.assertIn(f"R  docs/results/{self.OLD}.json -> lab/runs/{self.OLD}.json", status)
+        self.assertIn(f"R  docs/results/{self.OLD}/gpu-tests.log -> lab/runs/{self.OLD}/gpu-tests.log", status)
 
 
 if __name__ == "__main__":
