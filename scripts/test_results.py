@@ -17,6 +17,7 @@ sys.dont_write_bytecode = True
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
 import results_lib as rl  # noqa: E402
+from test_ladder import LadderTest, RepositoryLadderTest  # noqa: E402,F401  (the ladder regions, run here too)
 
 SCRIPT = SCRIPTS / "results"
 
