@@ -21,7 +21,7 @@ namespace pa {
 struct Tolerance {
   double atol = 1e-5;
   double rtol = 1e-5;
-  /// CORRECTNESS.md: f32 1e-5/1e-5, f16 1e-3/1e-3, bf16 1e-3/1.6e-2.
+  /// docs/design/CORRECTNESS.md: f32 1e-5/1e-5, f16 1e-3/1e-3, bf16 1e-3/1.6e-2.
   static Tolerance for_dtype(DType dtype);
 };
 

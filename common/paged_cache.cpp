@@ -235,7 +235,7 @@ PagedKVCache::PagedKVCache(const CacheConfig& config)
   key_pool_.resize(bytes);
   value_pool_.resize(bytes);
   // NaN everywhere: a read of a slot no one wrote turns the result into NaN instead of
-  // silently reading zeros (CORRECTNESS.md, harness rule 1).
+  // silently reading zeros (docs/design/CORRECTNESS.md, harness rule 1).
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (std::size_t i = 0; i < elems; ++i) {
     store_from_float(key_pool_.data(), config_.dtype, i, nan);

@@ -412,7 +412,7 @@ struct NamedWorkload {
   int num_q_heads;
   int num_kv_heads;
 };
-// BENCHMARKS.md's table, in its order (contexts are set in named_spec()).
+// docs/design/BENCHMARKS.md's table, in its order (contexts are set in named_spec()).
 constexpr NamedWorkload named_table[] = {
     {"gqa-batch", 32, 8},   {"mha-batch", 32, 32},   {"long-single", 32, 8},
     {"small-batch", 64, 8}, {"ragged-skew", 32, 8},  {"ragged-uniform", 32, 8},

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Seeded workloads: the tour's default, a debug size for the emulator, the adversarial set of
-/// CORRECTNESS.md and the named benchmark workloads of BENCHMARKS.md.
+/// docs/design/CORRECTNESS.md and the named benchmark workloads of docs/design/BENCHMARKS.md.
 ///
 /// A workload is built the way a serving engine builds its cache: sequences get pages from the
 /// block allocator (pa::BlockAllocator, common/paged_cache.h), whose free list is shuffled by
@@ -59,8 +59,8 @@ struct Workload {
   /// A view over the host tensors, with the given output and workspace.
   DecodeView host_view(void* out = nullptr, void* workspace = nullptr,
                        std::size_t workspace_bytes = 0) const;
-  /// Bytes a decode step must move (BENCHMARKS.md): K and V of every context token, q, out and
-  /// the block-table entries used.
+  /// Bytes a decode step must move (docs/design/BENCHMARKS.md): K and V of every context
+  /// token, q, out and the block-table entries used.
   std::uint64_t bytes_moved() const;
   /// Bytes of the output tensor.
   std::size_t out_bytes() const { return static_cast<std::size_t>(problem.query_elems()) * dtype_size(problem.dtype); }
@@ -88,16 +88,16 @@ struct AdversarialOptions {
   int max_context = 300;  ///< "the maximum" context of the set (the emulator keeps it small)
   std::uint64_t seed = 7;
 };
-/// The adversarial set of CORRECTNESS.md: contexts 0, 1, page-1, page, page+1, a prime and the
-/// maximum in one ragged batch; scattered and aliased tables; pages near the top of the pool;
-/// head ratios MHA, GQA and MQA; all-equal logits (q = 0); logits near +-1e5; a NaN in one
-/// sequence's valid K. Every spec poisons the slots the kernel must not read.
+/// The adversarial set of docs/design/CORRECTNESS.md: contexts 0, 1, page-1, page, page+1, a
+/// prime and the maximum in one ragged batch; scattered and aliased tables; pages near the top
+/// of the pool; head ratios MHA, GQA and MQA; all-equal logits (q = 0); logits near +-1e5; a NaN
+/// in one sequence's valid K. Every spec poisons the slots the kernel must not read.
 std::vector<WorkloadSpec> adversarial_specs(const AdversarialOptions& options = {});
 
-/// The named benchmark workloads of BENCHMARKS.md ("gqa-batch", "mha-batch", "long-single",
-/// "small-batch", "ragged-skew", "ragged-uniform"), bf16, page 16, head dim 128.
+/// The named benchmark workloads of docs/design/BENCHMARKS.md ("gqa-batch", "mha-batch",
+/// "long-single", "small-batch", "ragged-skew", "ragged-uniform"), bf16, page 16, head dim 128.
 WorkloadSpec named_spec(std::string_view name);
-/// Their names, in BENCHMARKS.md's order.
+/// Their names, in docs/design/BENCHMARKS.md's order.
 std::vector<std::string> named_workloads();
 
 }  // namespace pa

@@ -38,8 +38,8 @@ std::vector<double> dense_attention(const DecodeProblem& problem, std::span<cons
 std::vector<double> gather_cache(const DecodeView& host_view, const void* cache);
 
 /// The plainest loop in the storage's working precision (float math, two passes, max
-/// subtracted), rounded to the storage type: CORRECTNESS.md bounds a kernel's error by 3x this
-/// loop's error. Same layout, zeros for context 0 and validation as paged_attention().
+/// subtracted), rounded to the storage type: docs/design/CORRECTNESS.md bounds a kernel's error
+/// by 3x this loop's error. Same layout, zeros for context 0 and validation as paged_attention().
 std::vector<float> plain_float_attention(const DecodeView& host_view);
 
 }  // namespace pa::reference

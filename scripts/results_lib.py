@@ -35,8 +35,8 @@ BEGIN_MARKER = "<!-- results:begin -->"
 END_MARKER = "<!-- results:end -->"
 NO_GPU_RESULTS = "No GPU results yet: run scripts/gpu-bench on a GPU machine."
 
-# The named workloads of BENCHMARKS.md, in the order the tables show them. Workloads found in
-# the JSON but not listed here (other than the sweep) follow in alphabetical order.
+# The named workloads of docs/design/BENCHMARKS.md, in the order the tables show them. Workloads
+# found in the JSON but not listed here (other than the sweep) follow in alphabetical order.
 NAMED_WORKLOADS = ["gqa-batch", "mha-batch", "long-single", "small-batch", "ragged-skew", "ragged-uniform"]
 LATER_WORKLOADS = ["gqa-batch-fp8"]
 SWEEP_PREFIX = "sweep-"
@@ -223,7 +223,7 @@ class Run:
         return sorted({key[3] for key in self.results if key[2] == kind})
 
     def named_workloads(self, kind: str = "gpu") -> List[str]:
-        """The named workloads (not the sweep) present, in the order of BENCHMARKS.md."""
+        """The named workloads (not the sweep) present, in the order of docs/design/BENCHMARKS.md."""
         return order_workloads(w for w in self.workloads(kind) if not w.startswith(SWEEP_PREFIX))
 
     def sweep(self, kind: str = "gpu") -> List[Tuple[int, str]]:

@@ -82,7 +82,8 @@ void synchronize(std::string_view what);
 void flush_l2();
 
 /// The bandwidth roof: a plain streaming-read kernel over \p bytes, median of \p runs, in GB/s
-/// (decimal). BENCHMARKS.md: report every figure against this, measured in the same run.
+/// (decimal). docs/design/BENCHMARKS.md: report every figure against this, measured in the
+/// same run.
 double measure_roof_gbps(std::size_t bytes = std::size_t{4} << 30, int runs = 20);
 
 /// A bare read of \p bytes (rounded up to whole chunks): programs of \p threads threads, each
