@@ -87,11 +87,36 @@ def parse_name(name: str) -> Optional[Tuple[int, str, str, str]]:
     parts = [p for p in name.split("/") if p and ":" not in p and p not in ("manual_time", "real_time", "process_time")]
     if len(parts) < 3:
         return None
+    if len(parts) > 3:  # `.../<workload>/variant-V`: an ablation (parse_variant_name), not the step itself
+        return None
     kernel, kind, workload = parts[0], parts[1], parts[2]
     match = _KERNEL_RE.match(kernel)
     if not match or kind not in KINDS:
         return None
     return int(match.group(1)), kernel, kind, workload
+
+
+_VARIANT_RE = re.compile(r"^variant-(\d+)$")
+VariantKey = Tuple[int, str, int]  # (step, workload, variant)
+
+
+def parse_variant_name(name: str) -> Optional[VariantKey]:
+    """`stepNN_x/gpu/<workload>/variant-V[/iterations:1/manual_time]` -> (NN, workload, V): one of a
+    step's ablations (options.variant), timed like the step on a named workload."""
+    parts = [p for p in name.split("/") if p and ":" not in p and p not in ("manual_time", "real_time", "process_time")]
+    if len(parts) != 4 or parts[1] != "gpu":
+        return None
+    kernel_match, variant_match = _KERNEL_RE.match(parts[0]), _VARIANT_RE.match(parts[3])
+    if not kernel_match or not variant_match:
+        return None
+    return int(kernel_match.group(1)), parts[2], int(variant_match.group(1))
+
+
+def variant_label(label: str) -> str:
+    """What a variant leaves out, from its benchmark label (the plan's description ends with
+    `; variant V: <what it leaves out>`)."""
+    match = re.search(r"; variant \d+: (.*)$", label or "")
+    return match.group(1).strip() if match else ""
 
 
 BARE_READ = "bare_read"
@@ -132,6 +157,8 @@ class Run:
     context: Dict[str, object]
     results: Dict[Key, Result]
     bare: Dict[Tuple[str, str], Result] = field(default_factory=dict)  # (workload, pattern)
+    variants: Dict[VariantKey, Result] = field(default_factory=dict)  # (step, workload, variant)
+    variant_labels: Dict[Tuple[int, int], str] = field(default_factory=dict)  # (step, variant) -> what it leaves out
 
     @classmethod
     def from_json(cls, data: dict, path: Path) -> "Run":
@@ -139,6 +166,8 @@ class Run:
             raise ValueError(f"{path}: not Google Benchmark JSON (no context and benchmarks)")
         grouped: Dict[Key, List[dict]] = {}
         bare_grouped: Dict[Tuple[str, str], List[dict]] = {}
+        variant_grouped: Dict[VariantKey, List[dict]] = {}
+        labels: Dict[Tuple[int, int], str] = {}
         for bench in data["benchmarks"]:
             if not isinstance(bench, dict):
                 continue
@@ -155,9 +184,17 @@ class Run:
             bare = parse_bare_name(str(name))
             if bare:
                 bare_grouped.setdefault(bare, []).append(bench)
+            variant = parse_variant_name(str(name))
+            if variant:
+                variant_grouped.setdefault(variant, []).append(bench)
+                if variant_label(str(bench.get("label", ""))):
+                    labels[(variant[0], variant[2])] = variant_label(str(bench.get("label", "")))
         results = {key: _result_of(key, entries) for key, entries in grouped.items()}
         bare_results = {key: _result_of((0, BARE_READ, "gpu", key[0]), entries) for key, entries in bare_grouped.items()}
-        return cls(path=Path(path), context=dict(data["context"]), results=results, bare=bare_results)
+        variant_results = {key: _result_of((key[0], f"variant-{key[2]}", "gpu", key[1]), entries)
+                           for key, entries in variant_grouped.items()}
+        return cls(path=Path(path), context=dict(data["context"]), results=results, bare=bare_results,
+                   variants=variant_results, variant_labels=labels)
 
     # -- context ---------------------------------------------------------------------------------
     def ctx(self, key: str, default: str = "") -> str:
@@ -758,6 +795,110 @@ def step_region(ladder: Ladder, step: int, step_dir: Optional[Path] = None) -> s
     return "\n".join(lines)
 
 
+ABLATION_BEGIN = "<!-- ablation:begin -->"
+ABLATION_END = "<!-- ablation:end -->"
+
+
+def baseline_run(ladder: Ladder) -> Optional[Run]:
+    """`baseline.json` in the GPU run's log folder (docs/results/<run>/): the same benchmarks of a
+    program built from an earlier revision, run on the same machine in the same session, for a
+    before/after comparison. None when there is none."""
+    if ladder.gpu is None:
+        return None
+    path = ladder.gpu.path.with_suffix("") / "baseline.json"
+    return load_run(path) if path.is_file() else None
+
+
+def _time_and_change(seconds: Optional[float], reference: Optional[float]) -> str:
+    if not seconds:
+        return DASH
+    if not reference:
+        return fmt_ms(seconds)
+    return f"{fmt_ms(seconds)} ({100.0 * (seconds / reference - 1.0):+.1f}%)"
+
+
+def ablation_table(ladder: Ladder, step: int) -> Optional[str]:
+    """Median times of \p step and of each of its variants (options.variant, one idea left out)
+    on the named workloads, each with its change against the step; then the rung before."""
+    run = ladder.gpu
+    if run is None:
+        return None
+    variants = sorted({v for (s, _w, v) in run.variants if s == step})
+    if not variants:
+        return None
+    workloads = ladder.named_workloads()
+    header = ["left out"] + [f"{_code(w)} (ms)" for w in workloads]
+
+    def seconds(result: Optional[Result]) -> Optional[float]:
+        return result.seconds if result is not None and result.ok else None
+
+    full = {w: seconds(ladder.gpu_result(step, w)) for w in workloads}
+    rows = [["nothing: " + _code(ladder.kernel_name(step))] + [_time_and_change(full[w], None) for w in workloads]]
+    for v in variants:
+        label = run.variant_labels.get((step, v), f"variant {v}")
+        cells = []
+        for w in workloads:
+            result = run.variants.get((step, w, v))
+            if result is not None and result.refused:
+                cells.append("refused")
+            else:
+                cells.append(_time_and_change(seconds(result), full[w]))
+        rows.append([f"{v}: {label}"] + cells)
+    previous = ladder.previous_rung(step)
+    if previous is not None:
+        rows.append([f"all of them: {_code(ladder.kernel_name(previous))}"] +
+                    [_time_and_change(seconds(ladder.gpu_result(previous, w)), full[w]) for w in workloads])
+    return markdown_table(header, rows, ["---"] + ["--:"] * len(workloads))
+
+
+def baseline_table(ladder: Ladder, step: int, baseline: Run, baseline_step: int) -> Optional[str]:
+    """\p step's median times against \p baseline_step's in \p baseline, workload by workload."""
+    rows = []
+    for w in ladder.named_workloads():
+        this, before = ladder.gpu_result(step, w), baseline.get(baseline_step, "gpu", w)
+        if this is None or before is None or not this.ok or not before.ok or not this.seconds or not before.seconds:
+            continue
+        rows.append([_code(w), fmt_ms(this.seconds), fmt_ms(before.seconds), f"{this.seconds / before.seconds:.3f}"])
+    if not rows:
+        return None
+    header = ["workload", f"step {step:02d} now (ms)", f"step {baseline_step:02d} at {baseline.revision} (ms)", "ratio"]
+    return markdown_table(header, rows, ["---", "--:", "--:", "--:"])
+
+
+def ablation_region(ladder: Ladder, step: int) -> str:
+    """The text between the ablation markers of a step page."""
+    table = ablation_table(ladder, step)
+    if table is None:
+        return f"No ablation results for step {step:02d} in the newest GPU run."
+    lines = [f"**{ladder.stamp_line()}**", "", table, "",
+             "Each cell: the median time of the step with that one idea left out (options.variant), and its change "
+             "against the step with every idea; the last row is the rung before, with none of them. "
+             + _method_line(ladder), _source_line(ladder), ""]
+    return "\n".join(lines)
+
+
+BASELINE_BEGIN = "<!-- baseline:begin -->"
+BASELINE_END = "<!-- baseline:end -->"
+
+
+def baseline_region(ladder: Ladder, step: int) -> str:
+    """The text between the baseline markers of a step page: \\p step against the same rung in
+    the run's baseline.json (or, for a rung the baseline did not have, the highest one below)."""
+    baseline = baseline_run(ladder)
+    steps = baseline.steps("gpu") if baseline is not None else []
+    earlier = [s for s in steps if s <= step]
+    if baseline is None or not earlier:
+        return f"No baseline recorded beside the newest GPU run for step {step:02d}."
+    compared = baseline_table(ladder, step, baseline, earlier[-1])
+    if compared is None:
+        return f"No workload that both step {step:02d} and the baseline ran."
+    return "\n".join([
+        f"Median times of {_code(ladder.kernel_name(step))} in the run above and of "
+        f"{_code(baseline.kernel_name(earlier[-1]) or '')} as it was at revision {baseline.revision}, built from that "
+        f"revision and run on the same machine in the same session ({_code(ladder.relative(baseline.path))}, roof "
+        f"{fmt_gbps(baseline.roof_gbps)} GB/s); ratio = this step's time / the baseline's.", "", compared, ""])
+
+
 def is_ladder_step(step_dir: Path) -> bool:
     """A step whose benchmark is the shared ladder one (bench.cpp is PA_STEP_BENCHMARK_MAIN)."""
     bench = Path(step_dir) / "bench.cpp"
@@ -767,15 +908,15 @@ def is_ladder_step(step_dir: Path) -> bool:
         return False
 
 
-_REGION_RE = re.compile(re.escape(BEGIN_MARKER) + r"(.*?)" + re.escape(END_MARKER), re.DOTALL)
 
 
-def replace_regions(text: str, content: str) -> str:
-    """\\p text with everything between each begin/end marker pair replaced by \\p content."""
-    if text.count(BEGIN_MARKER) != text.count(END_MARKER):
-        raise ValueError(f"unbalanced {BEGIN_MARKER} / {END_MARKER} markers")
+def replace_regions(text: str, content: str, begin: str = BEGIN_MARKER, end: str = END_MARKER) -> str:
+    """\\p text with everything between each \\p begin / \\p end marker pair replaced by \\p content."""
+    if text.count(begin) != text.count(end):
+        raise ValueError(f"unbalanced {begin} / {end} markers")
     body = "\n" + content.strip("\n") + "\n"
-    return _REGION_RE.sub(lambda _m: BEGIN_MARKER + body + END_MARKER, text)
+    pattern = re.compile(re.escape(begin) + r"(.*?)" + re.escape(end), re.DOTALL)
+    return pattern.sub(lambda _m: begin + body + end, text)
 
 
 def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
@@ -791,6 +932,13 @@ def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
         if not match:
             continue
         text = page.read_text(encoding="utf-8")
+        new = text
         if BEGIN_MARKER in text:
-            out.append((page, replace_regions(text, step_region(ladder, int(match.group(1)), page.parent))))
+            new = replace_regions(new, step_region(ladder, int(match.group(1)), page.parent))
+        if ABLATION_BEGIN in text:
+            new = replace_regions(new, ablation_region(ladder, int(match.group(1))), ABLATION_BEGIN, ABLATION_END)
+        if BASELINE_BEGIN in text:
+            new = replace_regions(new, baseline_region(ladder, int(match.group(1))), BASELINE_BEGIN, BASELINE_END)
+        if new is not text:
+            out.append((page, new))
     return out

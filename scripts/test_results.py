@@ -358,6 +358,62 @@ class NumbersTest(unittest.TestCase):
             rl.replace_regions("<!-- results:begin -->\n", "NEW")
 
 
+def variant_bench(step, workload, variant, ms, label="", refused=False):
+    name = f"{KERNELS[step]}/gpu/{workload}/variant-{variant}/iterations:1/manual_time"
+    bench = {"name": name, "run_name": name, "run_type": "iteration", "iterations": 1, "real_time": ms,
+             "cpu_time": 0.01, "time_unit": "ms", "GB/s": 100.0, "label": label}
+    if refused:
+        bench.update(error_occurred=True, error_message="refused: options.variant 4 only for bf16")
+    return bench
+
+
+class AblationTest(unittest.TestCase):
+    """A step's variants (`.../<workload>/variant-V`) are kept apart from its own results and
+    tabulated against it; a baseline.json in the run's folder is compared workload by workload."""
+
+    def setUp(self):
+        self.tree = Tree()
+        data = gpu_run()
+        data["benchmarks"] += [
+            variant_bench(4, "gqa-batch", 1, 0.55, "grid 8 x 1 x 16 programs; variant 1: no block-table prefetch"),
+            variant_bench(4, "gqa-batch", 2, 0.0, "x; variant 2: copies one tile ahead", refused=True),
+        ]
+        self.path = self.tree.write("h200.json", data)
+        self.tree.write("emulator-traffic.json", traffic_run())
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_variants_do_not_replace_the_steps_own_results(self):
+        self.assertEqual(rl.parse_name("step04_x/gpu/gqa-batch/variant-1/iterations:1/manual_time"), None)
+        self.assertEqual(rl.parse_variant_name("step04_x/gpu/gqa-batch/variant-1/iterations:1/manual_time"),
+                         (4, "gqa-batch", 1))
+        ladder = rl.load(self.tree.root)
+        self.assertAlmostEqual(ladder.gpu_result(4, "gqa-batch").seconds, 0.5e-3)
+        self.assertAlmostEqual(ladder.gpu.variants[(4, "gqa-batch", 1)].seconds, 0.55e-3)
+        self.assertEqual(ladder.gpu.variant_labels[(4, 1)], "no block-table prefetch")
+
+    def test_ablation_table_rows_and_changes(self):
+        ladder = rl.load(self.tree.root)
+        text = rl.ablation_region(ladder, 4)
+        self.assertIn("| 1: no block-table prefetch | 0.550 (+10.0%) |", text)
+        self.assertIn("| 2: copies one tile ahead | refused |", text)
+        self.assertIn("| all of them: `step03_naive_decode` | 2.00 (+300.0%) |", text)
+        self.assertIn("No ablation results for step 03", rl.ablation_region(ladder, 3))
+
+    def test_baseline_in_the_runs_folder_is_compared(self):
+        base = {"context": gpu_context(rev="old0001"), "benchmarks": [gpu_bench(3, "gqa-batch", 0.4, 2500.0)]}
+        folder = self.path.with_suffix("")
+        folder.mkdir()
+        (folder / "baseline.json").write_text(json.dumps(base), encoding="utf-8")
+        ladder = rl.load(self.tree.root)
+        text = rl.baseline_region(ladder, 4)  # step 04 against the baseline's highest rung up to 04: 03
+        self.assertIn("| `gqa-batch` | 0.500 | 0.400 | 1.250 |", text)
+        self.assertIn("at revision old0001", text)
+        self.assertIn("`step03_naive_decode` as it was", text)
+        self.assertIn("No baseline recorded", rl.baseline_region(ladder, 2))
+
+
 class ScriptTest(unittest.TestCase):
     def setUp(self):
         self.tree = Tree()
