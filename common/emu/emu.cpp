@@ -29,6 +29,25 @@ struct Thread {
   int width = 32;
   std::uint64_t payload = 0;
   std::uint64_t result = 0;
+  std::uint32_t groups_committed = 0;  // async_commit() calls so far: the open group's number
+  bool waited_for_previous = false;    // has called wait_for_previous_kernel()
+};
+
+/// An asynchronous copy a thread has issued and no async_wait has completed yet.
+struct PendingCopy {
+  SharedArray* array;
+  std::int64_t index;          // first destination element
+  std::int64_t count;          // elements
+  std::uint32_t group;         // the group it joined (its thread's groups_committed at issue)
+  bool zero;                   // a zero fill: nothing to land but zeros
+  std::source_location where;  // the copy_async / zero_async
+  unsigned char data[16];      // the bytes read from global memory at issue
+};
+
+/// Global bytes [begin, end) a launch wrote.
+struct ByteRange {
+  std::uintptr_t begin;
+  std::uintptr_t end;
 };
 
 struct StaticKey {
@@ -98,15 +117,32 @@ struct Runtime {
   bool tracing = false;
   dim3 traced_block;
   std::vector<TraceEntry> trace;
+  /// Per thread of the running program (by linear id), its pending copies, oldest first. Kept
+  /// across programs so that the vectors' storage is reused.
+  std::vector<std::vector<PendingCopy>> copies;
+  std::vector<ByteRange> launch_writes;      ///< what the running launch wrote so far
+  std::size_t launch_writes_compacted = 0;   ///< its size after the last compaction
+  std::vector<ByteRange> previous_writes;    ///< what the launch before it wrote: sorted, disjoint
+  std::string previous_kernel;               ///< that launch's kernel name
 };
 
 thread_local Runtime rt;
 
 std::string dim_str(const dim3& d) { return cat('(', d.x, ',', d.y, ',', d.z, ')'); }
+/// "file:line" with the file's path relative to the repository (the root is what precedes
+/// common/emu/emu.cpp in this file's own path), or from "kernels/" on for a path outside it.
 std::string where_str(const std::source_location& w) {
+  static const std::string root = [] {
+    const std::string self = std::source_location::current().file_name();
+    const auto at = self.rfind("common/emu/emu.cpp");
+    return at == std::string::npos ? std::string() : self.substr(0, at);
+  }();
   std::string file = w.file_name();
-  const auto slash = file.find("kernels/");
-  if (slash != std::string::npos) file = file.substr(slash);
+  if (!root.empty() && file.starts_with(root)) {
+    file = file.substr(root.size());
+  } else if (const auto slash = file.find("kernels/"); slash != std::string::npos) {
+    file = file.substr(slash);
+  }
   return cat(file, ':', w.line());
 }
 
@@ -120,6 +156,9 @@ std::string here() {
 }
 
 [[noreturn]] void fault(const std::string& what) { throw KernelError(cat(here(), ": ", what)); }
+
+/// " at file:line": the place a fault happened, as messages end.
+std::string at(const std::source_location& where) { return cat(" at ", where_str(where)); }
 
 Program& program() {
   if (!rt.program || !rt.current) throw KernelError("emulator: a kernel built-in was used outside a launch");
@@ -326,6 +365,8 @@ void run_program(Program& prog, const std::function<void()>& body) {
     prog.dynamic = std::make_unique<SharedArray>();
     prog.dynamic->name = "dynamic shared";
   }
+  if (rt.copies.size() < static_cast<std::size_t>(num_threads)) rt.copies.resize(static_cast<std::size_t>(num_threads));
+  for (int id = 0; id < num_threads; ++id) rt.copies[static_cast<std::size_t>(id)].clear();  // left by a program a fault ended
   for (int id = 0; id < num_threads; ++id) {
     Thread& t = prog.threads[id];
     t.linear = id;
@@ -344,6 +385,9 @@ void run_program(Program& prog, const std::function<void()>& body) {
                             } catch (...) {
                               if (!rt.error) rt.error = std::current_exception();
                             }
+                            // Copies still in flight are dropped (legal on a GPU while nothing
+                            // reads them): their elements stay poison and in flight.
+                            rt.copies[static_cast<std::size_t>(t.linear)].clear();
                             t.state = ThreadState::exited;
                             return std::move(t.scheduler);
                           });
@@ -372,6 +416,56 @@ void run_program(Program& prog, const std::function<void()>& body) {
     }
     return;
   }
+}
+
+/// Sorts \p ranges and merges the ones that overlap or touch.
+void compact(std::vector<ByteRange>& ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+  std::size_t kept = 0;
+  for (const ByteRange& r : ranges) {
+    if (kept > 0 && r.begin <= ranges[kept - 1].end) {
+      ranges[kept - 1].end = std::max(ranges[kept - 1].end, r.end);
+    } else {
+      ranges[kept++] = r;
+    }
+  }
+  ranges.resize(kept);
+}
+
+/// Adds [begin, end) to what the running launch wrote. Consecutive writes usually continue the
+/// last range (threads write neighbouring elements in turn), so that costs one comparison;
+/// otherwise the list grows, and is compacted whenever it has doubled.
+void record_launch_write(std::uintptr_t begin, std::uintptr_t end) {
+  std::vector<ByteRange>& writes = rt.launch_writes;
+  if (!writes.empty() && begin <= writes.back().end && end >= writes.back().begin) {
+    writes.back().begin = std::min(writes.back().begin, begin);
+    writes.back().end = std::max(writes.back().end, end);
+    return;
+  }
+  writes.push_back({begin, end});
+  if (writes.size() >= 2 * rt.launch_writes_compacted + 1024) {
+    compact(writes);
+    rt.launch_writes_compacted = writes.size();
+  }
+}
+
+/// The first byte of [begin, end) the previous launch wrote, or \p end if none.
+std::uintptr_t first_previously_written(std::uintptr_t begin, std::uintptr_t end) {
+  const std::vector<ByteRange>& written = rt.previous_writes;
+  // The first range that ends after begin; the ranges are sorted and disjoint.
+  const auto it = std::upper_bound(written.begin(), written.end(), begin,
+                                   [](std::uintptr_t address, const ByteRange& r) { return address < r.end; });
+  if (it == written.end() || it->begin >= end) return end;
+  return std::max(it->begin, begin);
+}
+
+/// Ends a launch (finished or faulted): what it wrote becomes what the next launch checks.
+void finish_launch_writes(const LaunchShape& shape) {
+  compact(rt.launch_writes);
+  rt.previous_writes.swap(rt.launch_writes);
+  rt.launch_writes.clear();
+  rt.launch_writes_compacted = 0;
+  rt.previous_kernel = shape.kernel_name;
 }
 
 }  // namespace
@@ -419,6 +513,7 @@ void launch(const LaunchShape& shape, const std::function<void()>& thread_body) 
           abort_program(prog);
           rt.program = nullptr;
           rt.current = nullptr;
+          finish_launch_writes(shape);
           std::rethrow_exception(error);
         }
         ++rt.totals.programs;
@@ -428,6 +523,7 @@ void launch(const LaunchShape& shape, const std::function<void()>& thread_body) 
       }
     }
   }
+  finish_launch_writes(shape);
 }
 
 const dim3& thread_idx() {
@@ -468,6 +564,11 @@ void syncwarp(unsigned mask, std::source_location where) {
   warp_exchange(Collective::syncwarp, mask, 0, 0, 32, where);
 }
 
+void wait_for_previous_kernel() {
+  program();
+  rt.current->waited_for_previous = true;
+}
+
 int tensor_id(const char* name) {
   for (std::size_t i = 0; i < rt.tensor_names.size(); ++i)
     if (rt.tensor_names[i] == name) return static_cast<int>(i);
@@ -498,8 +599,18 @@ void global_access(int tensor, const void* base, std::int64_t index, std::int64_
       fault(cat("misaligned ", align_bytes, "-byte vector ", write ? "write to " : "read of ", name, '[',
                 index, "]: the address is not a multiple of ", align_bytes, " bytes"));
   }
-  TensorTraffic& traffic = rt.traffic[static_cast<std::size_t>(tensor)];
   const std::uint64_t bytes = static_cast<std::uint64_t>(count) * elem_size;
+  const auto begin = reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(index) * elem_size;
+  const std::uintptr_t end = begin + bytes;
+  if (prog.shape->overlapped && !rt.current->waited_for_previous) {
+    const std::uintptr_t hit = first_previously_written(begin, end);
+    if (hit != end)
+      fault(cat(write ? "write to " : "read of ", name, '[', index + static_cast<std::int64_t>((hit - begin) / elem_size),
+                "] before wait_for_previous_kernel(): ", rt.previous_kernel,
+                " wrote it and may still be running (launched overlapped)"));
+  }
+  if (write) record_launch_write(begin, end);
+  TensorTraffic& traffic = rt.traffic[static_cast<std::size_t>(tensor)];
   (write ? traffic.bytes_written : traffic.bytes_read) += bytes;
   ++traffic.accesses;
   if (prog.traced)
@@ -507,29 +618,90 @@ void global_access(int tensor, const void* base, std::int64_t index, std::int64_
                         static_cast<unsigned>(rt.current->linear)});
 }
 
-void shared_access(SharedArray& array, std::int64_t index, bool write) {
+namespace {
+
+/// Is an access by thread \p other at (\p other_epoch, its warp's \p other_warp_epoch) ordered
+/// before an access by \p self now: the same thread, a barrier between, or a warp collective
+/// between two threads of one warp?
+bool ordered(const Program& prog, const Thread& self, std::int32_t other, std::uint32_t other_epoch,
+             std::uint32_t other_warp_epoch) {
+  if (other == self.linear || other_epoch < prog.epoch) return true;
+  return other / 32 == self.warp && other_warp_epoch < prog.warp_epochs[static_cast<std::size_t>(self.warp)];
+}
+
+std::string thread_name(const Program& prog, std::int32_t id) {
+  return dim_str(prog.threads[static_cast<std::size_t>(id)].idx);
+}
+
+/// Who issued the copy in flight into element \p index of \p array, where, and what would
+/// complete it: the parenthesis of every in-flight fault.
+std::string in_flight_str(const Program& prog, const SharedArray& array, std::int64_t index, std::int32_t issuer) {
+  const Thread& thread = prog.threads[static_cast<std::size_t>(issuer)];
+  const std::string by = cat("issued by thread ", dim_str(thread.idx));
+  if (thread.state == ThreadState::exited) return cat(by, ", which exited before an async_wait covered it");
+  for (const PendingCopy& copy : rt.copies[static_cast<std::size_t>(issuer)]) {
+    if (copy.array != &array || index < copy.index || index >= copy.index + copy.count) continue;
+    if (copy.group >= thread.groups_committed)
+      return cat(by, at(copy.where), "; no async_wait covers it yet: its group is not committed (async_commit)");
+    const std::uint32_t newer = thread.groups_committed - 1 - copy.group;  // async_wait<newer> completes it
+    return cat(by, at(copy.where), "; no async_wait covers it yet: async_wait<", newer, "> would complete it, as ",
+               newer == 0 ? std::string("its group is the newest committed")
+                          : cat(newer, newer == 1 ? " group was" : " groups were", " committed after its own"));
+  }
+  return by;
+}
+
+/// Checks a write by the running thread of element \p index of \p array (\p what says how, for
+/// messages) against the accesses before it: another thread's write or read with no barrier
+/// between is a race.
+void check_write(const Program& prog, const Thread& self, const SharedArray& array, std::int64_t index,
+                 const SharedCell& cell, const char* what, const std::source_location& where) {
+  if (cell.writer >= 0 && !ordered(prog, self, cell.writer, cell.write_epoch, cell.write_warp_epoch))
+    fault(cat("shared-memory race on ", array.name, '[', index, "]: ", what, " and by thread ",
+              thread_name(prog, cell.writer), " with no barrier between", at(where)));
+  if (cell.reader != -1 && cell.reader_epoch == prog.epoch) {
+    const std::uint32_t warp_bit = 1u << (self.warp % 32);
+    bool race = (cell.reader_warps & ~warp_bit) != 0;  // read by another warp since the barrier
+    if (!race && cell.reader != self.linear)
+      race = cell.reader_warp_epoch >= prog.warp_epochs[static_cast<std::size_t>(self.warp)];
+    if (race)
+      fault(cat("shared-memory race on ", array.name, '[', index, "]: ", what, " after thread ",
+                cell.reader >= 0 ? thread_name(prog, cell.reader) : std::string("(several)"),
+                " read it, with no barrier between (missing __syncthreads?)", at(where)));
+  }
+}
+
+/// Records a write of \p cell by \p self now.
+void record_write(const Program& prog, const Thread& self, SharedCell& cell) {
+  cell.writer = self.linear;
+  cell.write_epoch = prog.epoch;
+  cell.write_warp_epoch = prog.warp_epochs[static_cast<std::size_t>(self.warp)];
+}
+
+}  // namespace
+
+void shared_access(SharedArray& array, std::int64_t index, bool write, std::source_location where) {
   Program& prog = program();
   const Thread& self = *rt.current;
   const auto count = static_cast<std::int64_t>(array.cells.size());
   if (index < 0 || index >= count)
     fault(cat("out-of-bounds shared ", write ? "write to " : "read of ", array.name, '[', index,
-              "] (extent ", count, ')'));
+              "] (extent ", count, ')', at(where)));
   SharedCell& cell = array.cells[static_cast<std::size_t>(index)];
+  if (cell.copy_issuer >= 0)
+    fault(cat(write ? "write to shared " : "read of shared ", array.name, '[', index,
+              "] while an asynchronous copy into it is still in flight (", write ? "the copy would overwrite it; " : "",
+              in_flight_str(prog, array, index, cell.copy_issuer), ')', at(where)));
   const std::uint32_t epoch = prog.epoch;
   const std::uint32_t warp_epoch = prog.warp_epochs[static_cast<std::size_t>(self.warp)];
-  // Is an access by thread `other` at (epoch, its warp's epoch) ordered before this one?
-  auto ordered = [&](std::int32_t other, std::uint32_t other_epoch, std::uint32_t other_warp_epoch) {
-    if (other == self.linear || other_epoch < epoch) return true;
-    return other / 32 == self.warp && other_warp_epoch < warp_epoch;
-  };
-  auto thread_name = [&](std::int32_t id) { return dim_str(prog.threads[static_cast<std::size_t>(id)].idx); };
   if (!write) {
     if (cell.writer < 0)
       fault(cat("read of shared ", array.name, '[', index, "] before any thread of this program wrote it",
-                " (if another thread writes it, a __syncthreads between that write and this read is missing)"));
-    if (!ordered(cell.writer, cell.write_epoch, cell.write_warp_epoch))
+                " (if another thread writes it, a __syncthreads between that write and this read is missing)",
+                at(where)));
+    if (!ordered(prog, self, cell.writer, cell.write_epoch, cell.write_warp_epoch))
       fault(cat("shared-memory race on ", array.name, '[', index, "]: read here, written by thread ",
-                thread_name(cell.writer), " with no barrier between (missing __syncthreads?)"));
+                thread_name(prog, cell.writer), " with no barrier between (missing __syncthreads?)", at(where)));
     const std::uint32_t warp_bit = 1u << (self.warp % 32);
     if (cell.reader_epoch != epoch || cell.reader == -1) {
       cell.reader = self.linear;
@@ -543,21 +715,68 @@ void shared_access(SharedArray& array, std::int64_t index, bool write) {
     }
     return;
   }
-  if (cell.writer >= 0 && !ordered(cell.writer, cell.write_epoch, cell.write_warp_epoch))
-    fault(cat("shared-memory race on ", array.name, '[', index, "]: written here and by thread ",
-              thread_name(cell.writer), " with no barrier between"));
-  if (cell.reader != -1 && cell.reader_epoch == epoch) {
-    const std::uint32_t warp_bit = 1u << (self.warp % 32);
-    bool race = (cell.reader_warps & ~warp_bit) != 0;  // read by another warp since the barrier
-    if (!race && cell.reader != self.linear) race = cell.reader_warp_epoch >= warp_epoch;
-    if (race)
-      fault(cat("shared-memory race on ", array.name, '[', index, "]: written here after thread ",
-                cell.reader >= 0 ? thread_name(cell.reader) : std::string("(several)"),
-                " read it, with no barrier between (missing __syncthreads?)"));
+  check_write(prog, self, array, index, cell, "written here", where);
+  record_write(prog, self, cell);
+}
+
+void async_copy(SharedArray& array, std::int64_t index, const void* data, std::size_t bytes,
+                std::source_location where) {
+  Program& prog = program();
+  const Thread& self = *rt.current;
+  if (bytes == 0 || bytes > sizeof(PendingCopy::data) || array.elem_size == 0 || bytes % array.elem_size != 0)
+    fault(cat("asynchronous copy of ", bytes, " bytes into shared ", array.name, ", whose elements are ",
+              array.elem_size, " bytes: a copy moves whole elements, at most ", sizeof(PendingCopy::data), " bytes",
+              at(where)));
+  const auto count = static_cast<std::int64_t>(bytes / array.elem_size);
+  const auto extent = static_cast<std::int64_t>(array.cells.size());
+  if (index < 0 || index + count > extent)
+    fault(cat("out-of-bounds asynchronous copy into shared ", array.name, '[', index, "..", index + count - 1,
+              "] (extent ", extent, ')', at(where)));
+  if ((static_cast<std::size_t>(index) * array.elem_size) % bytes != 0)
+    fault(cat("misaligned ", bytes, "-byte asynchronous copy into shared ", array.name, '[', index,
+              "]: its offset in the array is not a multiple of ", bytes, " bytes", at(where)));
+  for (std::int64_t i = index; i < index + count; ++i) {
+    const SharedCell& cell = array.cells[static_cast<std::size_t>(i)];
+    if (cell.copy_issuer >= 0)
+      fault(cat("asynchronous copy into shared ", array.name, '[', i,
+                "] while an earlier asynchronous copy into it is still in flight (", in_flight_str(prog, array, i, cell.copy_issuer),
+                ')', at(where)));
+    check_write(prog, self, array, i, cell, "written here by an asynchronous copy", where);
   }
-  cell.writer = self.linear;
-  cell.write_epoch = epoch;
-  cell.write_warp_epoch = warp_epoch;
+  for (std::int64_t i = index; i < index + count; ++i) array.cells[static_cast<std::size_t>(i)].copy_issuer = self.linear;
+  std::memset(array.bytes.data() + static_cast<std::size_t>(index) * array.elem_size, 0xff, bytes);  // poison until it lands
+  PendingCopy copy{&array, index, count, self.groups_committed, data == nullptr, where, {}};
+  if (data) std::memcpy(copy.data, data, bytes);
+  rt.copies[static_cast<std::size_t>(self.linear)].push_back(copy);
+}
+
+void async_commit() {
+  program();
+  ++rt.current->groups_committed;
+}
+
+void async_wait(int pending) {
+  Program& prog = program();
+  const Thread& self = *rt.current;
+  if (pending < 0) fault(cat("async_wait<", pending, ">: the count of groups left in flight cannot be negative"));
+  std::vector<PendingCopy>& copies = rt.copies[static_cast<std::size_t>(self.linear)];
+  // Copies are in issue order, so their groups never decrease: the completed ones are a prefix.
+  std::size_t landed = 0;
+  for (; landed < copies.size(); ++landed) {
+    const PendingCopy& copy = copies[landed];
+    if (copy.group + static_cast<std::uint32_t>(pending) >= self.groups_committed) break;
+    SharedArray& array = *copy.array;
+    for (std::int64_t i = copy.index; i < copy.index + copy.count; ++i) {
+      SharedCell& cell = array.cells[static_cast<std::size_t>(i)];
+      cell.copy_issuer = -1;
+      record_write(prog, self, cell);
+    }
+    unsigned char* destination = array.bytes.data() + static_cast<std::size_t>(copy.index) * array.elem_size;
+    const std::size_t bytes = static_cast<std::size_t>(copy.count) * array.elem_size;
+    if (copy.zero) std::memset(destination, 0, bytes);
+    else std::memcpy(destination, copy.data, bytes);
+  }
+  copies.erase(copies.begin(), copies.begin() + static_cast<std::ptrdiff_t>(landed));
 }
 
 namespace {

@@ -10,6 +10,12 @@
 ///  - checks shared memory for barrier races: an element written by one thread and touched by
 ///    another in the same barrier epoch (and not ordered by a warp collective) is reported, as is
 ///    a read of shared memory nothing has written in this program;
+///  - models asynchronous copies into shared memory (cp.async): a copy's destination holds poison
+///    and is marked in flight from the copy until the async_wait that completes it, and any
+///    access to it in between is reported, naming the line of the access;
+///  - models overlapped launches (programmatic dependent launch): a thread of a kernel launched
+///    overlapped that touches global bytes the previous launch wrote before calling
+///    wait_for_previous_kernel() is reported;
 ///  - reports divergent barriers (threads waiting at different `__syncthreads`, or some exited
 ///    while others wait) and warp collectives with a wrong mask;
 ///  - counts bytes read and written per tensor, and traces what one chosen program read.
@@ -46,6 +52,9 @@ struct LaunchShape {
   dim3 block;
   std::size_t dynamic_shared_bytes = 0;
   const char* kernel_name = "kernel";
+  /// Launched overlapped with the launch before it (programmatic dependent launch): a thread
+  /// must call wait_for_previous_kernel() before it reads or writes global bytes that launch wrote.
+  bool overlapped = false;
 };
 
 /// Runs \p thread_body once per thread of every program of the grid. Throws KernelError on the
@@ -69,6 +78,9 @@ const dim3& grid_dim();
 void syncthreads(std::source_location where = std::source_location::current());
 /// `__syncwarp(mask)`.
 void syncwarp(unsigned mask, std::source_location where = std::source_location::current());
+/// `griddepcontrol.wait`: from here on this thread may touch what the previous launch wrote.
+/// Only a launch marked overlapped needs it; elsewhere it does nothing.
+void wait_for_previous_kernel();
 
 /// Which warp collective a thread waits at.
 enum class Collective : std::uint8_t { syncwarp, shfl_xor, shfl_down, shfl_up, shfl_idx, ballot };
@@ -95,6 +107,9 @@ T shuffle(Collective kind, unsigned mask, T value, int param, int width, std::so
 int tensor_id(const char* name);
 /// Bounds check, byte counting and tracing of one global access of \p count elements of
 /// \p elem_size bytes at \p index; \p align_bytes > 1 also checks the address's alignment.
+/// In an overlapped launch, also checks that a thread which has not called
+/// wait_for_previous_kernel() touches none of the bytes the previous launch wrote; every write
+/// is recorded for the launch after this one.
 void global_access(int tensor, const void* base, std::int64_t index, std::int64_t count,
                    std::int64_t extent, std::size_t elem_size, bool write, std::size_t align_bytes);
 /// Checks a prefetch of element \p index of a tensor of \p extent elements: out of bounds is a
@@ -179,6 +194,7 @@ struct SharedCell {
   std::uint32_t reader_epoch = 0;
   std::uint32_t reader_warp_epoch = 0;
   std::uint32_t reader_warps = 0;  ///< bit per warp that read it in reader_epoch
+  std::int32_t copy_issuer = -1;   ///< thread whose asynchronous copy into it is in flight (-1: none)
 };
 
 /// One shared array of a program: bytes plus one SharedCell per element.
@@ -189,8 +205,18 @@ struct SharedArray {
   std::vector<SharedCell> cells;
 };
 
-/// Checks and records one access to element \p index of \p array.
-void shared_access(SharedArray& array, std::int64_t index, bool write);
+/// Checks and records one access to element \p index of \p array by the code at \p where.
+void shared_access(SharedArray& array, std::int64_t index, bool write, std::source_location where);
+
+/// An index into a shared array together with the place in the kernel that uses it: `shared[i]`
+/// converts `i` implicitly, and the defaulted location is then the line of `shared[i]`, so a
+/// fault can name it (an operator[] cannot take a defaulted second parameter).
+struct SharedIndex {
+  std::int64_t index;
+  std::source_location where;
+  SharedIndex(std::int64_t index_, std::source_location where_ = std::source_location::current())
+      : index(index_), where(where_) {}
+};
 
 template <class T>
 class SharedSpan;
@@ -199,15 +225,16 @@ class SharedSpan;
 template <class T>
 class SharedRef {
  public:
-  SharedRef(SharedArray* array, std::int64_t index) : array_(array), index_(index) {}
+  SharedRef(SharedArray* array, std::int64_t index, std::source_location where)
+      : array_(array), index_(index), where_(where) {}
   operator T() const {
-    shared_access(*array_, index_, false);
+    shared_access(*array_, index_, false, where_);
     T value;
     std::memcpy(&value, array_->bytes.data() + index_ * sizeof(T), sizeof(T));
     return value;
   }
   SharedRef& operator=(const T& value) {
-    shared_access(*array_, index_, true);
+    shared_access(*array_, index_, true, where_);
     std::memcpy(array_->bytes.data() + index_ * sizeof(T), &value, sizeof(T));
     return *this;
   }
@@ -218,20 +245,54 @@ class SharedRef {
  private:
   SharedArray* array_;
   std::int64_t index_;
+  std::source_location where_;
 };
 
 /// A view of a program's shared array (static or dynamic). `span + n` views from element n on.
 template <class T>
 class SharedSpan {
  public:
+  using value_type = T;
   SharedSpan(SharedArray* array, std::int64_t offset) : array_(array), offset_(offset) {}
-  SharedRef<T> operator[](std::int64_t index) const { return SharedRef<T>(array_, offset_ + index); }
+  SharedRef<T> operator[](SharedIndex at) const { return SharedRef<T>(array_, offset_ + at.index, at.where); }
   SharedSpan operator+(std::int64_t count) const { return SharedSpan(array_, offset_ + count); }
+  /// Reads elements [index, index + count) of this view into \p out, each checked as a read at
+  /// \p where (a vector load of shared memory).
+  void load(std::int64_t index, int count, T* out, std::source_location where) const {
+    for (int i = 0; i < count; ++i) {
+      shared_access(*array_, offset_ + index + i, false, where);
+      std::memcpy(out + i, array_->bytes.data() + (offset_ + index + i) * sizeof(T), sizeof(T));
+    }
+  }
+  SharedArray& array() const { return *array_; }
+  /// The element of the array this view starts at.
+  std::int64_t offset() const { return offset_; }
 
  private:
   SharedArray* array_;
   std::int64_t offset_;
 };
+
+// ----- asynchronous copies into shared memory (cp.async) ----------------------------------------
+// Each thread keeps the copies it has issued. A copy joins the thread's open group;
+// async_commit() closes that group (an empty group counts too); async_wait(n) completes every
+// committed group but the n most recent (cp.async.wait_group n). From its issue to its
+// completion a copy's destination elements hold poison (0xff bytes, NaN as floats) and are in
+// flight: a read or a write of one, by any thread, is a fault, as is a second copy into it. At
+// completion the data lands and the race detector records the write as the issuing thread's,
+// made then: the issuer may read it at once, other threads after a barrier. Copies a thread
+// leaves in flight when it exits are dropped: their elements stay poison and in flight.
+
+/// Issues an asynchronous copy of \p bytes bytes into elements [index, index + bytes /
+/// elem_size) of \p array at \p where: the bytes at \p data (read from global memory now,
+/// when the caller's bounds check and byte count happen), or zeros when \p data is null.
+void async_copy(SharedArray& array, std::int64_t index, const void* data, std::size_t bytes,
+                std::source_location where);
+/// `cp.async.commit_group`: closes the calling thread's open group of copies.
+void async_commit();
+/// `cp.async.wait_group pending`: completes the calling thread's committed groups but the
+/// \p pending most recent ones.
+void async_wait(int pending);
 
 /// The program's static shared array declared at \p where (allocated by the first thread that
 /// reaches the declaration; every thread gets the same one).

@@ -304,33 +304,43 @@ void keep_in_register(SharedSlot<Shared>&) {}
 // type per array), 16 bytes = 4 floats, 16-byte aligned.
 //
 // Under nvcc these are `cp.async.cg` (sm_80 and later), `cp.async.commit_group` and
-// `cp.async.wait_group`. In the emulator a copy completes at once (a legal schedule: the GPU
-// may also finish early); the global read is checked and counted like load_vec, and the race
-// detector sees the shared-memory write as this thread's.
+// `cp.async.wait_group`. The emulator models them (emu::async_copy): the global read is checked
+// and counted like load_vec when the copy is issued; the destination holds poison and is in
+// flight until the async_wait that covers the copy's group, where the data lands and the race
+// detector sees the write as this thread's; touching it in between is a fault that names the
+// line. The emulator's versions of these functions and of load_shared_vec take the caller's
+// source location as a last, defaulted parameter (PA_CALLER_WHERE) for those messages; under
+// nvcc they take none.
+
+#if defined(__CUDACC__)
+#define PA_CALLER_WHERE
+#define PA_PASS_WHERE
+#else
+#define PA_CALLER_WHERE , std::source_location where = std::source_location::current()
+#define PA_PASS_WHERE , where
+#endif
 
 /// Starts copying elements [index, index+N) of \p src (16 bytes) to the slot \p dst.
 template <int N, class T, class Shared>
-__device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const gspan<T>& src, std::int64_t index) {
+__device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const gspan<T>& src, std::int64_t index PA_CALLER_WHERE) {
   static_assert(N * sizeof(T) == 16, "asynchronous copies move 16 bytes");
 #if defined(__CUDACC__)
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst.address), "l"(src.ptr + index) : "memory");
 #else
   std::remove_const_t<T> values[N];
   src.load_vector(index, N, values);
-  float words[4];
-  std::memcpy(words, values, 16);
-  for (int i = 0; i < 4; ++i) dst.array[dst.at + i] = words[i];
+  emu::async_copy(dst.array.array(), dst.array.offset() + dst.at, values, 16, where);
 #endif
 }
 
 /// Starts filling the slot \p dst with zero bytes (a copy that reads nothing).
 template <class T, class Shared>
-__device__ __forceinline__ void zero_async(SharedSlot<Shared> dst, const gspan<T>& any) {
+__device__ __forceinline__ void zero_async(SharedSlot<Shared> dst, const gspan<T>& any PA_CALLER_WHERE) {
 #if defined(__CUDACC__)
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, 0;\n" ::"r"(dst.address), "l"(any.ptr) : "memory");
 #else
   (void)any;
-  for (int i = 0; i < 4; ++i) dst.array[dst.at + i] = 0.0f;
+  emu::async_copy(dst.array.array(), dst.array.offset() + dst.at, nullptr, 16, where);
 #endif
 }
 
@@ -366,44 +376,50 @@ GlobalCursor<T> global_cursor(const gspan<T>& span, std::int64_t index) {
 
 /// copy_async of the 16 bytes at \p src.
 template <int N, class T, class Shared>
-__device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const GlobalCursor<T>& src) {
+__device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const GlobalCursor<T>& src PA_CALLER_WHERE) {
 #if defined(__CUDACC__)
   copy_async<N>(dst, gspan<T>(src.ptr, 0, nullptr), 0);  // on the GPU a span is its pointer
 #else
-  copy_async<N>(dst, src.span, src.index);
+  copy_async<N>(dst, src.span, src.index, where);
 #endif
 }
 
 /// copy_async to floats [at, at+4) of \p dst.
 template <int N, class T, class Shared>
-__device__ __forceinline__ void copy_async(Shared dst, int at, const gspan<T>& src, std::int64_t index) {
-  copy_async<N>(shared_slot(dst, at), src, index);
+__device__ __forceinline__ void copy_async(Shared dst, int at, const gspan<T>& src, std::int64_t index PA_CALLER_WHERE) {
+  copy_async<N>(shared_slot(dst, at), src, index PA_PASS_WHERE);
 }
 
 /// zero_async of floats [at, at+4) of \p dst.
 template <class T, class Shared>
-__device__ __forceinline__ void zero_async(Shared dst, int at, const gspan<T>& any) {
-  zero_async(shared_slot(dst, at), any);
+__device__ __forceinline__ void zero_async(Shared dst, int at, const gspan<T>& any PA_CALLER_WHERE) {
+  zero_async(shared_slot(dst, at), any PA_PASS_WHERE);
 }
 
-/// Closes this thread's current group of asynchronous copies.
+/// Closes this thread's current group of asynchronous copies (an empty group counts too).
 __device__ __forceinline__ void async_commit() {
 #if defined(__CUDACC__)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+  emu::async_commit();
 #endif
 }
 
-/// Waits until at most PENDING of this thread's committed groups are still in flight.
+/// Waits until at most PENDING of this thread's committed groups are still in flight: every
+/// committed group but the PENDING most recent ones has landed (copies not yet committed are
+/// not waited for).
 template <int PENDING>
 __device__ __forceinline__ void async_wait() {
 #if defined(__CUDACC__)
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+#else
+  emu::async_wait(PENDING);
 #endif
 }
 
 /// Reads the slot \p src as N elements of T (one 16-byte shared load).
 template <class T, int N, class Shared>
-__device__ __forceinline__ Vec<T, N> load_shared_vec(SharedSlot<Shared> src) {
+__device__ __forceinline__ Vec<T, N> load_shared_vec(SharedSlot<Shared> src PA_CALLER_WHERE) {
   static_assert(N * sizeof(T) == 16, "16-byte shared loads");
   Vec<T, N> out;
 #if defined(__CUDACC__)
@@ -413,8 +429,9 @@ __device__ __forceinline__ Vec<T, N> load_shared_vec(SharedSlot<Shared> src) {
                : "r"(src.address));
   memcpy(out.v, words, 16);
 #else
-  float words[4];
-  for (int i = 0; i < 4; ++i) words[i] = src.array[src.at + i];
+  using Element = typename decltype(src.array)::value_type;
+  Element words[16 / sizeof(Element)];
+  src.array.load(src.at, static_cast<int>(16 / sizeof(Element)), words, where);
   std::memcpy(out.v, words, 16);
 #endif
   return out;
@@ -422,8 +439,8 @@ __device__ __forceinline__ Vec<T, N> load_shared_vec(SharedSlot<Shared> src) {
 
 /// load_shared_vec of floats [at, at+4) of \p src.
 template <class T, int N, class Shared>
-__device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at) {
-  return load_shared_vec<T, N>(shared_slot(src, at));
+__device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at PA_CALLER_WHERE) {
+  return load_shared_vec<T, N>(shared_slot(src, at) PA_PASS_WHERE);
 }
 
 // ----- overlapped launches ----------------------------------------------------------------
@@ -432,7 +449,10 @@ __device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at) {
 // the SMs as soon as every program of the one before has called allow_next_kernel() or ended,
 // and wait in wait_for_previous_kernel() until that kernel has finished and its writes are
 // visible. What is saved is the gap between two dependent kernels: the second one's launch and
-// placement. In the emulator launches run one after another, so both calls do nothing.
+// placement. The emulator runs launches one after another and models the hazard instead: it
+// records the global bytes each launch writes, and a thread of an overlapped launch that reads
+// or writes one of the previous launch's before its wait_for_previous_kernel() is a fault.
+// allow_next_kernel() does nothing there (whenever the next kernel starts, it must wait).
 
 /// Lets the next kernel, if launched overlapped, start placing its programs (sm_90 and later).
 __device__ __forceinline__ void allow_next_kernel() {
@@ -444,8 +464,12 @@ __device__ __forceinline__ void allow_next_kernel() {
 /// Waits until the kernel before this one has finished and its writes are visible; call it
 /// before reading anything that kernel wrote (a no-op when not launched overlapped).
 __device__ __forceinline__ void wait_for_previous_kernel() {
-#if defined(__CUDACC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDACC__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+#else
+  emu::wait_for_previous_kernel();
 #endif
 }
 
@@ -491,9 +515,8 @@ void launch_kernel_as(bool overlapped, const char* name, void (*kernel)(Params..
     throw CudaError(cat("launch of ", name, " (grid ", grid.x, 'x', grid.y, 'x', grid.z, ", block ",
                         block.x, ", ", shared_bytes, " B shared) failed: ", cudaGetErrorString(status)));
 #else
-  (void)overlapped;
   (void)stream;
-  emu::launch({grid, block, shared_bytes, name}, [&] { kernel(args...); });
+  emu::launch({grid, block, shared_bytes, name, overlapped}, [&] { kernel(args...); });
 #endif
 }
 
