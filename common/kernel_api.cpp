@@ -1,6 +1,7 @@
 #include "common/kernel_api.h"
 
 #include <cstdint>
+#include <string>
 
 #include "common/error.h"
 
@@ -49,6 +50,33 @@ void validate_view(const DecodeView& view, std::size_t workspace_needed, std::st
   for (const Range& input : inputs)
     PA_REQUIRE(!overlaps(out, input), function, "out", cat("memory disjoint from ", input.name),
                "an overlapping range");
+}
+
+void require_knobs(const KernelOptions& options, unsigned knobs, std::string_view function) {
+  const struct {
+    Knob bit;
+    int value;
+    const char* name;
+  } fields[] = {{knob_threads, options.threads_per_block, "options.threads_per_block"},
+                {knob_splits, options.num_splits, "options.num_splits"},
+                {knob_partition, options.partition_tokens, "options.partition_tokens"},
+                {knob_tile, options.tile_tokens, "options.tile_tokens"},
+                {knob_variant, options.variant, "options.variant"}};
+  for (const auto& field : fields)
+    PA_REQUIRE((knobs & field.bit) != 0 || field.value == 0, function, field.name,
+               "0 (this step has no such knob)", field.value);
+}
+
+std::string describe_launch(const LaunchPlan& plan) {
+  return cat("grid ", plan.grid[0], " x ", plan.grid[1], " x ", plan.grid[2], " programs of ", plan.threads,
+             plan.threads == 1 ? " thread, " : " threads, ", plan.shared_bytes, " B shared memory");
+}
+
+bool begin_launch(const DecodeView& view, const LaunchPlan& plan, std::string_view function) {
+  PA_REQUIRE(view.problem == plan.problem, function, "view.problem", "the problem the plan was made for",
+             cat(describe(view.problem), " (the plan's: ", describe(plan.problem), ')'));
+  validate_view(view, plan.workspace_bytes, function);
+  return view.problem.num_seqs > 0;
 }
 
 }  // namespace pa

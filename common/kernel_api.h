@@ -40,13 +40,45 @@ struct DeviceLimits {
 };
 
 /// Knobs a kernel may expose. 0 means "the kernel chooses"; no knob changes the answer beyond
-/// rounding (tests hold each kernel to that).
+/// rounding (tests hold each kernel to that). A step declares the knobs it reads
+/// (KernelEntry::knobs); a knob it does not read must be 0.
 struct KernelOptions {
   int threads_per_block = 0;  ///< threads of one program
   int num_splits = 0;         ///< programs the context of one (sequence, head) is split across
   int partition_tokens = 0;   ///< tokens one split covers (alternative to num_splits)
-  int tile_tokens = 0;        ///< tokens a thread group takes per iteration (steps 06+; 0: the step's choice)
+  int tile_tokens = 0;        ///< tokens a thread group takes per iteration (step 09)
+  int variant = 0;            ///< 0: the step's kernel; else one of its ablations (step 09's page lists them)
 };
+
+/// The knobs of KernelOptions, as bits of KernelEntry::knobs.
+enum Knob : unsigned {
+  knob_threads = 1u << 0,    ///< KernelOptions::threads_per_block
+  knob_splits = 1u << 1,     ///< KernelOptions::num_splits
+  knob_partition = 1u << 2,  ///< KernelOptions::partition_tokens
+  knob_tile = 1u << 3,       ///< KernelOptions::tile_tokens
+  knob_variant = 1u << 4,    ///< KernelOptions::variant
+};
+
+/// Throws ArgumentError, naming \p function, when \p options sets a knob that is not in \p knobs.
+void require_knobs(const KernelOptions& options, unsigned knobs, std::string_view function);
+
+/// What a kernel runs for one problem, worked out once by KernelEntry::plan (which checks the
+/// problem): the launch that KernelEntry::launch then makes, as many times as asked.
+struct LaunchPlan {
+  DecodeProblem problem;         ///< the problem it was made for (launch refuses another)
+  KernelOptions options;         ///< the knobs as they run: the kernel's choices filled in
+  unsigned grid[3] = {1, 1, 1};  ///< programs of the main kernel
+  int threads = 1;               ///< threads of one program
+  std::size_t shared_bytes = 0;  ///< dynamic shared memory of one program
+  std::size_t workspace_bytes = 0;
+  int splits = 1;                ///< programs one (sequence, head) is split across
+  int resident_per_sm = 0;       ///< programs one SM holds at once (0: not asked)
+  std::string description;       ///< one line: grid, threads, shared memory, and what the step adds
+};
+
+/// "grid 64 x 32 x 1 programs of 128 threads, 4096 B shared memory": the start of every
+/// plan's description.
+std::string describe_launch(const LaunchPlan& plan);
 
 /// Pointers of one decode call, all on the backend's side (host memory for the emulator,
 /// device memory for CUDA). Shapes and the cache layout are in `problem`.
@@ -66,26 +98,27 @@ struct DecodeView {
 /// overlapping an input, a workspace that is too small. Throws ArgumentError naming \p function.
 void validate_view(const DecodeView& view, std::size_t workspace_needed, std::string_view function);
 
+/// The preamble of every launch: \p view must be the problem \p plan was made for, with valid
+/// pointers and the plan's workspace (validate_view). Returns false for an empty batch, which
+/// launches nothing.
+bool begin_launch(const DecodeView& view, const LaunchPlan& plan, std::string_view function);
+
 /// What a step's kernel provides; one per (step, backend). All functions are host functions.
 struct KernelEntry {
   int step = -1;                ///< ladder number
   const char* name = "";        ///< e.g. "step03_naive_decode"
   Backend backend = Backend::emulator;
-  /// Throws ArgumentError when the kernel cannot run this problem (head dim, context length,
-  /// shared memory), naming the argument and listing what it supports.
-  void (*check)(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) = nullptr;
-  /// Scratch bytes the kernel needs (0 if none).
-  std::size_t (*workspace_bytes)(const DecodeProblem&, const KernelOptions&,
-                                 const DeviceLimits&) = nullptr;
-  /// Runs the decode step. For CUDA, \p stream is a cudaStream_t and the call is asynchronous.
-  void (*launch)(const DecodeView&, const KernelOptions&, const DeviceLimits&, void* stream) = nullptr;
-  /// How the kernel launches this problem on \p device, in one line (grid, threads, shared
-  /// memory, and for the split steps the split count), computed by the same code the launch
-  /// uses. nullptr where a step has nothing beyond its grid to say.
-  std::string (*describe)(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) = nullptr;
-  /// The grid's first axis is the head and its second the sequence (steps 07 and 08, so that
-  /// the programs sharing a KV head are launched together); else the sequence comes first.
-  /// Tools that name a program by (sequence, head, z), like `--trace`, use it to find the program.
+  unsigned knobs = 0;           ///< the Knob bits of the KernelOptions fields it reads
+  int variants = 0;             ///< its ablations: options.variant 1 .. variants (knob_variant)
+  /// Checks the problem and the options for \p device (throws ArgumentError naming the argument
+  /// and what is supported) and works out the launch once.
+  LaunchPlan (*plan)(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) = nullptr;
+  /// Runs the planned decode step on \p view (whose problem must be the plan's). For CUDA,
+  /// \p stream is a cudaStream_t and the call is asynchronous.
+  void (*launch)(const DecodeView&, const LaunchPlan&, void* stream) = nullptr;
+  /// The grid's first axis is the head and its second the sequence (step 09, so that the
+  /// programs sharing a KV head are launched together); else the sequence comes first. Tools
+  /// that name a program by (sequence, head, z), like `--trace`, use it to find the program.
   bool heads_first = false;
 };
 

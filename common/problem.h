@@ -69,6 +69,7 @@ struct DecodeProblem {
   std::int64_t query_elems() const { return std::int64_t{num_seqs} * num_q_heads * head_dim; }
   /// Elements one cache (K or V) spans: last element's offset + 1.
   std::int64_t cache_elems() const;
+  friend bool operator==(const DecodeProblem&, const DecodeProblem&) = default;
 };
 
 /// A problem with the default layout (hnd) and scale 1/sqrt(head_dim).

@@ -65,13 +65,12 @@ void set_bandwidth_counters(benchmark::State& state, double bytes, double second
   state.counters["bytes"] = bytes;
 }
 
-void gpu_benchmark(benchmark::State& state, int step, const std::string& workload_name) {
+void gpu_benchmark(benchmark::State& state, int step, const std::string& workload_name, const KernelOptions& options) {
   const KernelEntry& entry = kernel(step, Backend::cuda);
   Cached& c = cached(workload_name);
-  const DeviceLimits& limits = gpu::device_info().limits;
-  const KernelOptions options;
+  LaunchPlan plan;
   try {
-    entry.check(c.host.problem, options, limits);
+    plan = entry.plan(c.host.problem, options, gpu::device_info().limits);  // once: every timed launch reuses it
   } catch (const ArgumentError& refused) {
     state.SkipWithError(cat("refused: ", refused.what()).c_str());
     for (auto _ : state) {
@@ -82,7 +81,7 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   double median = 0;
   for (auto _ : state) {
     c.device->poison();
-    median = time_gpu_launches(entry, *c.device, options, kRuns);
+    median = time_gpu_launches(entry, *c.device, plan, kRuns);
     state.SetIterationTime(median);
   }
   // The output of the last timed launch, checked after timing (sampled rows: the full oracle on
@@ -92,7 +91,7 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   set_bandwidth_counters(state, static_cast<double>(c.host.bytes_moved()), median);
   state.counters["runs"] = kRuns;
   state.counters["max_abs_error"] = result.max_abs_error;
-  if (entry.describe != nullptr) state.SetLabel(entry.describe(c.host.problem, options, limits));
+  state.SetLabel(plan.description);
   if (!result.ok) state.SkipWithError(cat("output check after timing failed: ", result.first_failure).c_str());
 }
 
@@ -172,12 +171,23 @@ void register_step(int step) {
     std::vector<std::string> workloads = named_workloads();
     workloads.push_back("gqa-batch-nhd");
     for (int context : kSweepContexts) workloads.push_back("sweep-" + std::to_string(context));
-    for (const std::string& workload : workloads)
-      benchmark::RegisterBenchmark((name + "/gpu/" + workload).c_str(),
-                                   [step, workload](benchmark::State& s) { gpu_benchmark(s, step, workload); })
+    auto add = [&](const std::string& bench_name, const std::string& workload, const KernelOptions& options) {
+      benchmark::RegisterBenchmark(bench_name.c_str(), [step, workload, options](benchmark::State& s) {
+        gpu_benchmark(s, step, workload, options);
+      })
           ->UseManualTime()
           ->Iterations(1)
           ->Unit(benchmark::kMillisecond);
+    };
+    for (const std::string& workload : workloads) add(name + "/gpu/" + workload, workload, {});
+    // A step with variants (its ablations) runs each on the named workloads:
+    // `stepNN_name/gpu/<workload>/variant-V`.
+    for (int variant = 1; variant <= kernel(step, Backend::cuda).variants; ++variant)
+      for (const std::string& workload : named_workloads()) {
+        KernelOptions options;
+        options.variant = variant;
+        add(cat(name, "/gpu/", workload, "/variant-", variant), workload, options);
+      }
   }
   benchmark::RegisterBenchmark((name + "/emulator/tour").c_str(),
                                [step](benchmark::State& s) { emulator_benchmark(s, step); })

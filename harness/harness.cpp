@@ -48,18 +48,17 @@ double max_difference(const DecodeProblem& p, const std::vector<std::byte>& a, c
 // ----- running kernels -----------------------------------------------------------------------
 
 RunOutput run_emulator(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options) {
-  const DeviceLimits limits = DeviceLimits::pretend_h200();
-  kernel.check(workload.problem, options, limits);
-  const std::size_t workspace_bytes = kernel.workspace_bytes(workload.problem, options, limits);
+  const LaunchPlan plan = kernel.plan(workload.problem, options, DeviceLimits::pretend_h200());
   RunOutput run;
   run.out.assign(workload.out_bytes(), kPoison);
-  std::vector<std::byte> workspace(workspace_bytes, kPoison);
-  const DecodeView view = workload.host_view(run.out.data(), workspace.data(), workspace_bytes);
+  std::vector<std::byte> workspace(plan.workspace_bytes, kPoison);
+  const DecodeView view = workload.host_view(run.out.data(), workspace.data(), plan.workspace_bytes);
   emu::reset_counters();
   const auto start = Clock::now();
-  kernel.launch(view, options, limits, nullptr);
+  kernel.launch(view, plan, nullptr);
   run.seconds = seconds_since(start);
   run.traffic = emu::counters();
+  run.plan = plan;
   return run;
 }
 
@@ -108,18 +107,16 @@ std::vector<std::byte> DeviceWorkload::download_out() const {
   return out;
 }
 
-double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const KernelOptions& options,
-                         int runs) {
-  const DeviceLimits& limits = gpu::device_info().limits;
-  const DecodeView view = device.view(kernel.workspace_bytes(device.problem(), options, limits));
-  for (int i = 0; i < 2; ++i) kernel.launch(view, options, limits, nullptr);  // warm-up
+double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs) {
+  const DecodeView view = device.view(plan.workspace_bytes);
+  for (int i = 0; i < 2; ++i) kernel.launch(view, plan, nullptr);  // warm-up
   gpu::synchronize(kernel.name);
   std::vector<float> times;
   gpu::Event start, stop;
   for (int i = 0; i < runs; ++i) {
     gpu::flush_l2();
     start.record();
-    kernel.launch(view, options, limits, nullptr);
+    kernel.launch(view, plan, nullptr);
     stop.record();
     times.push_back(gpu::Event::elapsed_ms(start, stop));
   }
@@ -130,17 +127,17 @@ double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, cons
 
 RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options,
                   int timed_runs) {
-  const DeviceLimits& limits = gpu::device_info().limits;
-  kernel.check(workload.problem, options, limits);
+  const LaunchPlan plan = kernel.plan(workload.problem, options, gpu::device_info().limits);
   DeviceWorkload device(workload);
-  const DecodeView view = device.view(kernel.workspace_bytes(workload.problem, options, limits));
+  const DecodeView view = device.view(plan.workspace_bytes);
   device.poison();
-  kernel.launch(view, options, limits, nullptr);
+  kernel.launch(view, plan, nullptr);
   gpu::synchronize(kernel.name);
   RunOutput run;
   run.out = device.download_out();
+  run.plan = plan;
   if (timed_runs > 0) {
-    run.seconds = time_gpu_launches(kernel, device, options, timed_runs);
+    run.seconds = time_gpu_launches(kernel, device, plan, timed_runs);
     // Re-validate after timing: the same input must give the same bits (a race would not).
     const std::vector<std::byte> again = device.download_out();
     const CompareResult same = compare_bitwise(workload.problem, run.out.data(), again.data());
@@ -252,6 +249,7 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
     report.emulator_bytes = emu_run->traffic.total_read() + emu_run->traffic.total_written();
     report.emulator_status = result.ok ? "ok" : result.first_failure;
     report.ok = report.ok && result.ok;
+    report.ran = emu_run->plan.options;
   } catch (const ArgumentError& refused) {
     report.emulator_status = cat("refused: ", refused.what());
   } catch (const KernelError& fault) {
@@ -274,6 +272,7 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
       if (emu_run) report.gpu_vs_emulator = max_difference(w.problem, emu_run->out, run.out);
       report.gpu_status = result.ok ? "ok" : result.first_failure;
       report.ok = report.ok && result.ok;
+      report.ran = run.plan.options;  // the GPU's plan (its occupancy may differ from the emulator's)
     } catch (const ArgumentError& refused) {
       report.gpu_status = cat("refused: ", refused.what());
     } catch (const Error& fault) {
@@ -417,7 +416,8 @@ workload (default: the debug workload)
 kernel knobs (never change the answer; a comma-separated list runs every combination on the
 same workload, one table each: a sweep)
   --threads N          threads per program   --splits N   context splits
-  --tile N             tokens a thread group takes per iteration (steps 06-08: 1, 2 or 4)
+  --tile N             tokens a thread group takes per iteration (step 09: 1, 2 or 4)
+  --variant N          step 09's ablations: 0 every idea, 1-5 one left out (its page lists them)
 output
   --json FILE          write the results as JSON (with the hardware stamp)
   --trace SEQ,HEAD[,Z] print what the program of sequence SEQ, head HEAD (and split Z) read in
@@ -460,24 +460,24 @@ void expand(std::vector<KernelOptions>& options, const std::vector<int>& values,
   options = std::move(expanded);
 }
 
-/// "  launch on <device>: ..." lines of a step that describes its launch: the pretend H200 the
-/// emulator runs as, and the GPU when there is one. Nothing for a refused problem.
+/// "  launch on <device>: ..." lines: the plan the pretend H200 of the emulator makes, and the
+/// GPU's when there is one. Nothing for a refused problem.
 void print_launch(int step, const DecodeProblem& problem, const KernelOptions& options, bool gpu_here,
                   std::ostream& out) {
-  const KernelEntry& entry = kernel(step, Backend::emulator);
-  if (entry.describe == nullptr) return;
   try {
-    out << "  launch in the emulator: " << entry.describe(problem, options, DeviceLimits::pretend_h200()) << '\n';
+    out << "  launch in the emulator: "
+        << kernel(step, Backend::emulator).plan(problem, options, DeviceLimits::pretend_h200()).description << '\n';
     if (gpu_here)
-      out << "  launch on the GPU: "
-          << kernel(step, Backend::cuda).describe(problem, options, gpu::device_info().limits) << '\n';
+      out << "  launch on the GPU: " << kernel(step, Backend::cuda).plan(problem, options, gpu::device_info().limits).description
+          << '\n';
   } catch (const ArgumentError&) {
   }
 }
 
 /// "threads 128, splits 0, tile 2" (0: the kernel's choice).
 std::string describe_knobs(const KernelOptions& o) {
-  return cat("threads ", o.threads_per_block, ", splits ", o.num_splits, ", tile ", o.tile_tokens);
+  return cat("threads ", o.threads_per_block, ", splits ", o.num_splits, ", partition ", o.partition_tokens, ", tile ",
+             o.tile_tokens, ", variant ", o.variant);
 }
 
 Flags parse_flags(int argc, char** argv) {
@@ -514,6 +514,7 @@ Flags parse_flags(int argc, char** argv) {
     } else if (flag == "--threads") expand(f.options, parse_list(flag, value()), &KernelOptions::threads_per_block);
     else if (flag == "--splits") expand(f.options, parse_list(flag, value()), &KernelOptions::num_splits);
     else if (flag == "--tile") expand(f.options, parse_list(flag, value()), &KernelOptions::tile_tokens);
+    else if (flag == "--variant") expand(f.options, parse_list(flag, value()), &KernelOptions::variant);
     else if (flag == "--adversarial") f.adversarial = true;
     else if (flag == "--no-gpu") f.run_gpu = false;
     else if (flag == "--quiet") f.quiet = true;
@@ -610,8 +611,15 @@ int kernel_step_main(int step, int argc, char** argv) {
         }
         Json row = Json::object();
         row.set("workload", spec.name).set("problem", describe(workload.problem));
-        row.set("threads_per_block", options.threads_per_block).set("num_splits", options.num_splits);
-        row.set("tile_tokens", options.tile_tokens);
+        // The knobs as they ran (the kernel's choices filled in); null for a knob the step does
+        // not have or a run that did not happen.
+        const auto knob = [&](Knob bit, int KernelOptions::*field) {
+          return report.ran && (entry.knobs & bit) != 0 ? Json((*report.ran).*field) : Json();
+        };
+        row.set("threads_per_block", knob(knob_threads, &KernelOptions::threads_per_block));
+        row.set("num_splits", knob(knob_splits, &KernelOptions::num_splits));
+        row.set("tile_tokens", knob(knob_tile, &KernelOptions::tile_tokens));
+        row.set("variant", knob(knob_variant, &KernelOptions::variant));
         row.set("bytes_moved", workload.bytes_moved()).set("oracle_seconds", report.oracle_seconds);
         row.set("emulator_status", report.emulator_status).set("emulator_max_abs_error", report.emulator_error);
         row.set("emulator_seconds", report.emulator_seconds).set("emulator_bytes", report.emulator_bytes);

@@ -25,6 +25,7 @@ struct RunOutput {
   std::vector<std::byte> out;  ///< [num_seqs][num_q_heads][head_dim] in the workload's dtype
   double seconds = 0;          ///< emulator: CPU wall time; GPU: median device time of the timed runs
   emu::Counters traffic;       ///< bytes the emulator counted (emulator runs only)
+  LaunchPlan plan;             ///< what ran
 };
 
 /// Runs \p kernel in the emulator on the workload's host tensors. Output and workspace are
@@ -55,10 +56,9 @@ class DeviceWorkload {
 RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options = {},
                   int timed_runs = 0);
 
-/// Median device time of \p runs launches on an uploaded workload (L2 flushed before each;
-/// two warm-up launches first). Used by run_gpu and the benchmarks.
-double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const KernelOptions& options,
-                         int runs);
+/// Median device time of \p runs launches of \p plan on an uploaded workload (L2 flushed before
+/// each; two warm-up launches first). Used by run_gpu and the benchmarks.
+double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs);
 
 /// What a run is checked against: the oracle in double and the plainest float loop (whose
 /// error bounds the kernel's, CORRECTNESS.md rule 5), for all sequences or a sample.
@@ -95,6 +95,7 @@ struct StepReport {
   double gpu_seconds = 0;       ///< median
   double gpu_gbps = 0;          ///< workload bytes (BENCHMARKS.md) / median time
   double roof_gbps = 0;         ///< measured in this run (0 when no GPU)
+  std::optional<KernelOptions> ran;  ///< the knobs as they ran (the GPU's plan where it ran)
   bool ok = true;
 };
 

@@ -111,45 +111,35 @@ struct Workspace {
   std::size_t total() const { return 2 * kv_bytes + scores_bytes; }
 };
 
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
-  validate(problem, kName);
-  require_head_dim(problem.head_dim, {PA_HEAD_DIMS}, kName);
-  PA_REQUIRE(options.threads_per_block == 0 || options.threads_per_block == 1, kName,
-             "options.threads_per_block", "0 or 1 (every program is one thread)", options.threads_per_block);
+inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits&) {
+  check_one_thread(p, options, kName);
+  return make_plan(p, options, static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_q_heads), 1, 0,
+                   Workspace::of(p).total());
 }
 
-inline std::size_t workspace_bytes(const DecodeProblem& problem, const KernelOptions&, const DeviceLimits&) {
-  return Workspace::of(problem).total();
-}
-
-inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device,
-                   void* stream) {
+inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
+  if (!begin_launch(view, plan, kName)) return;  // an empty batch launches nothing
   const DecodeProblem& p = view.problem;
-  check(p, options, device);
-  validate_view(view, workspace_bytes(p, options, device), kName);
-  if (p.num_seqs == 0) return;  // an empty batch launches nothing
   const Workspace ws = Workspace::of(p);
   auto* base = static_cast<unsigned char*>(view.workspace);
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  dispatch_problem(p, [&](auto storage, auto head_dim) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      const std::int64_t kv_elems = static_cast<std::int64_t>(ws.kv_bytes / sizeof(T));
-      T* keys = reinterpret_cast<T*>(base);
-      T* values = reinterpret_cast<T*>(base + ws.kv_bytes);
-      float* scores = reinterpret_cast<float*>(base + 2 * ws.kv_bytes);
-      const DecodeArgs<T> args = make_args<T>(view);
-      launch_kernel("step02_gather_kv", gather_kv<T, D>, dim3(p.num_seqs, p.num_kv_heads), dim3(1), 0,
-                    stream, args, gspan<T>(keys, kv_elems, "gathered_keys"),
-                    gspan<T>(values, kv_elems, "gathered_values"));
-      launch_kernel("step02_dense_decode", dense_decode<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(1), 0,
-                    stream, args, gspan<const T>(keys, kv_elems, "gathered_keys"),
-                    gspan<const T>(values, kv_elems, "gathered_values"),
-                    gspan<float>(scores, static_cast<std::int64_t>(ws.scores_bytes / sizeof(float)), "scores"));
-    });
+    constexpr int D = decltype(head_dim)::value;
+    const std::int64_t kv_elems = static_cast<std::int64_t>(ws.kv_bytes / sizeof(T));
+    T* keys = reinterpret_cast<T*>(base);
+    T* values = reinterpret_cast<T*>(base + ws.kv_bytes);
+    float* scores = reinterpret_cast<float*>(base + 2 * ws.kv_bytes);
+    const DecodeArgs<T> args = make_args<T>(view);
+    launch_kernel("step02_gather_kv", gather_kv<T, D>, dim3(p.num_seqs, p.num_kv_heads), dim3(1), 0,
+                  stream, args, gspan<T>(keys, kv_elems, "gathered_keys"),
+                  gspan<T>(values, kv_elems, "gathered_values"));
+    launch_kernel("step02_dense_decode", dense_decode<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(1), 0,
+                  stream, args, gspan<const T>(keys, kv_elems, "gathered_keys"),
+                  gspan<const T>(values, kv_elems, "gathered_values"),
+                  gspan<float>(scores, static_cast<std::int64_t>(ws.scores_bytes / sizeof(float)), "scores"));
   });
 }
 
-inline KernelEntry entry() { return {2, kName, kBackend, &check, &workspace_bytes, &launch}; }
+inline KernelEntry entry() { return {2, kName, kBackend, 0, 0, &plan, &launch}; }
 
 }  // namespace pa::PA_KERNELS::step02

@@ -33,37 +33,31 @@ __global__ void naive_decode(DecodeArgs<T> args, gspan<float> scores) {
 // ----- host side -----------------------------------------------------------------------------
 inline constexpr const char* kName = "step03_naive_decode";
 
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits&) {
-  validate(problem, kName);
-  require_head_dim(problem.head_dim, {PA_HEAD_DIMS}, kName);
-  PA_REQUIRE(options.threads_per_block == 0 || options.threads_per_block == 1, kName,
-             "options.threads_per_block", "0 or 1 (every program is one thread)", options.threads_per_block);
-}
-
 /// Scores scratch: [num_seqs][num_q_heads][max_context_len] floats.
-inline std::size_t workspace_bytes(const DecodeProblem& p, const KernelOptions&, const DeviceLimits&) {
+inline std::size_t workspace_bytes(const DecodeProblem& p) {
   return align_up(static_cast<std::size_t>(p.num_seqs) * p.num_q_heads * p.max_context_len * sizeof(float));
 }
 
-inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device,
-                   void* stream) {
+inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits&) {
+  check_one_thread(p, options, kName);
+  return make_plan(p, options, static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_q_heads), 1, 0,
+                   workspace_bytes(p));
+}
+
+inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
+  if (!begin_launch(view, plan, kName)) return;
   const DecodeProblem& p = view.problem;
-  check(p, options, device);
-  const std::size_t ws_bytes = workspace_bytes(p, options, device);
-  validate_view(view, ws_bytes, kName);
-  if (p.num_seqs == 0) return;
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  const std::size_t ws_bytes = plan.workspace_bytes;
+  dispatch_problem(p, [&](auto storage, auto head_dim) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      launch_kernel(kName, naive_decode<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(1), 0, stream,
-                    make_args<T>(view),
-                    gspan<float>(static_cast<float*>(view.workspace),
-                                 static_cast<std::int64_t>(ws_bytes / sizeof(float)), "scores"));
-    });
+    constexpr int D = decltype(head_dim)::value;
+    launch_kernel(kName, naive_decode<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(1), 0, stream,
+                  make_args<T>(view),
+                  gspan<float>(static_cast<float*>(view.workspace),
+                               static_cast<std::int64_t>(ws_bytes / sizeof(float)), "scores"));
   });
 }
 
-inline KernelEntry entry() { return {3, kName, kBackend, &check, &workspace_bytes, &launch}; }
+inline KernelEntry entry() { return {3, kName, kBackend, 0, 0, &plan, &launch}; }
 
 }  // namespace pa::PA_KERNELS::step03

@@ -102,39 +102,38 @@ inline std::size_t shared_bytes(const DecodeProblem& p) {
 }
 inline std::size_t static_shared_bytes(int head_dim) { return (static_cast<std::size_t>(head_dim) + 1024) * sizeof(float); }
 
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
-  validate(problem, kName);
-  require_head_dim(problem.head_dim, {PA_HEAD_DIMS}, kName);
+inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  validate(p, kName);
+  require_knobs(options, knob_threads, kName);
+  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kName);
   const int threads = threads_of(options);
   PA_REQUIRE(threads >= 32 && threads <= 1024 && (threads & (threads - 1)) == 0, kName,
              "options.threads_per_block", "a power of two in [32, 1024] (the tree reduction halves it)", threads);
   // The logits of a whole context live in shared memory: that is this step's length cap.
-  const std::size_t available = device.shared_per_block_optin - static_shared_bytes(problem.head_dim);
+  const std::size_t available = device.shared_per_block_optin - static_shared_bytes(p.head_dim);
   const std::size_t max_context = available / sizeof(float);
-  PA_REQUIRE(shared_bytes(problem) <= available, kName, "max_context_len",
+  PA_REQUIRE(shared_bytes(p) <= available, kName, "max_context_len",
              cat("at most ", max_context, " tokens: the logits (4 bytes a token) must fit in the ",
                  device.shared_per_block_optin, " bytes of shared memory a block may use on ", device.name,
                  " (step 06 removes this cap)"),
-             problem.max_context_len);
+             p.max_context_len);
+  KernelOptions ran = options;
+  ran.threads_per_block = threads;
+  return make_plan(p, ran, static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_q_heads), threads,
+                   std::max<std::size_t>(shared_bytes(p), sizeof(float)));
 }
 
-inline std::size_t workspace_bytes(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) { return 0; }
-
-inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device, void* stream) {
+inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
+  if (!begin_launch(view, plan, kName)) return;
   const DecodeProblem& p = view.problem;
-  check(p, options, device);
-  validate_view(view, 0, kName);
-  if (p.num_seqs == 0) return;
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  dispatch_problem(p, [&](auto storage, auto head_dim) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      launch_kernel(kName, block_decode<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(threads_of(options)),
-                    std::max<std::size_t>(shared_bytes(p), sizeof(float)), stream, make_args<T>(view));
-    });
+    constexpr int D = decltype(head_dim)::value;
+    launch_kernel(kName, block_decode<T, D>, dim3(plan.grid[0], plan.grid[1]), dim3(plan.threads), plan.shared_bytes,
+                  stream, make_args<T>(view));
   });
 }
 
-inline KernelEntry entry() { return {4, kName, kBackend, &check, &workspace_bytes, &launch}; }
+inline KernelEntry entry() { return {4, kName, kBackend, knob_threads, 0, &plan, &launch}; }
 
 }  // namespace pa::PA_KERNELS::step04

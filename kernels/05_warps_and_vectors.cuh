@@ -199,11 +199,8 @@ inline std::size_t shared_bytes(const DecodeProblem& p, int threads, int group) 
 /// The thread-group size for the problem's head dim and storage type (host side).
 inline int group_of(const DecodeProblem& p) {
   int group = 0;
-  dispatch_dtype(p.dtype, [&](auto storage) {
-    using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      group = Slices<T, decltype(head_dim)::value>::kGroup;
-    });
+  dispatch_problem(p, [&](auto storage, auto head_dim) {
+    group = Slices<decltype(storage), decltype(head_dim)::value>::kGroup;
   });
   return group;
 }
@@ -217,23 +214,39 @@ inline void require_vector_layout(const DecodeProblem& p, const char* kernel) {
              cat(l.block_stride, "/", l.head_stride, "/", l.token_stride));
 }
 
-inline void check(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
-  validate(problem, kName);
-  require_head_dim(problem.head_dim, {PA_HEAD_DIMS}, kName);
-  require_vector_layout(problem, kName);
+/// The checks of a kernel in thread groups of 16-byte slices (this step's, and 06-09's): the
+/// problem, the knobs the step declares, the head dim, a layout of whole vectors, whole warps.
+inline void check_warps(const DecodeProblem& p, const KernelOptions& options, unsigned knobs, const char* kernel) {
+  validate(p, kernel);
+  require_knobs(options, knobs, kernel);
+  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kernel);
+  require_vector_layout(p, kernel);
   const int threads = threads_of(options);
-  PA_REQUIRE(threads >= 32 && threads <= 1024 && threads % 32 == 0, kName, "options.threads_per_block",
+  PA_REQUIRE(threads >= 32 && threads <= 1024 && threads % 32 == 0, kernel, "options.threads_per_block",
              "a multiple of 32 in [32, 1024] (whole warps)", threads);
+}
+
+/// The plan of a grid of (sequence, query head) programs of threads_of(options) threads.
+inline LaunchPlan warp_plan(const DecodeProblem& p, const KernelOptions& options, std::size_t shared_bytes) {
+  KernelOptions ran = options;
+  ran.threads_per_block = threads_of(options);
+  return make_plan(p, ran, static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_q_heads),
+                   ran.threads_per_block, shared_bytes);
+}
+
+inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  check_warps(p, options, knob_threads, kName);
+  const int threads = threads_of(options);
+  const std::size_t bytes = shared_bytes(p, threads, group_of(p));
   const std::size_t available = device.shared_per_block_optin - 32 * sizeof(float);
-  const std::size_t fixed = shared_bytes(problem, threads, group_of(problem)) - problem.max_context_len * sizeof(float);
-  PA_REQUIRE(shared_bytes(problem, threads, group_of(problem)) <= available, kName, "max_context_len",
+  const std::size_t fixed = bytes - p.max_context_len * sizeof(float);
+  PA_REQUIRE(bytes <= available, kName, "max_context_len",
              cat("at most ", (available - fixed) / sizeof(float), " tokens: the logits (4 bytes a token) must fit in the ",
                  device.shared_per_block_optin, " bytes of shared memory a block may use on ", device.name,
                  " (step 06 removes this cap)"),
-             problem.max_context_len);
+             p.max_context_len);
+  return warp_plan(p, options, bytes);
 }
-
-inline std::size_t workspace_bytes(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) { return 0; }
 
 /// 16-byte alignment of the tensors the kernel reads with vector loads.
 inline void require_aligned(const DecodeView& view, const char* kernel) {
@@ -244,23 +257,18 @@ inline void require_aligned(const DecodeView& view, const char* kernel) {
                "a 16-byte aligned pointer (vector loads)", pointer);
 }
 
-inline void launch(const DecodeView& view, const KernelOptions& options, const DeviceLimits& device, void* stream) {
-  const DecodeProblem& p = view.problem;
-  check(p, options, device);
-  validate_view(view, 0, kName);
-  if (p.num_seqs == 0) return;
+inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
+  if (!begin_launch(view, plan, kName)) return;
   require_aligned(view, kName);
-  const int threads = threads_of(options);
-  dispatch_dtype(p.dtype, [&](auto storage) {
+  const DecodeProblem& p = view.problem;
+  dispatch_problem(p, [&](auto storage, auto head_dim) {
     using T = decltype(storage);
-    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) {
-      constexpr int D = decltype(head_dim)::value;
-      launch_kernel(kName, warp_decode<T, D>, dim3(p.num_seqs, p.num_q_heads), dim3(threads),
-                    shared_bytes(p, threads, Slices<T, D>::kGroup), stream, make_args<T>(view));
-    });
+    constexpr int D = decltype(head_dim)::value;
+    launch_kernel(kName, warp_decode<T, D>, dim3(plan.grid[0], plan.grid[1]), dim3(plan.threads), plan.shared_bytes,
+                  stream, make_args<T>(view));
   });
 }
 
-inline KernelEntry entry() { return {5, kName, kBackend, &check, &workspace_bytes, &launch}; }
+inline KernelEntry entry() { return {5, kName, kBackend, knob_threads, 0, &plan, &launch}; }
 
 }  // namespace pa::PA_KERNELS::step05

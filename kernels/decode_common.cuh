@@ -108,12 +108,44 @@ void dispatch_head_dim(int head_dim, F&& f) {
   if (!found) throw_argument("dispatch_head_dim", "head_dim", "a compiled head dim", std::to_string(head_dim));
 }
 
+/// Calls `f(T{}, std::integral_constant<int, D>{})` with the kernel-side storage type T and the
+/// compiled head dim D of \p p: the dispatch of every kernel launch.
+template <class F>
+void dispatch_problem(const DecodeProblem& p, F&& f) {
+  dispatch_dtype(p.dtype, [&](auto storage) {
+    dispatch_head_dim<PA_HEAD_DIMS>(p.head_dim, [&](auto head_dim) { f(storage, head_dim); });
+  });
+}
+
 /// Calls `f(std::integral_constant<int, V>{})` for the compiled value V equal to \p value of the
 /// knob \p what (a tile size, say); other values throw ArgumentError naming it.
 template <int... Values, class F>
 void dispatch_compiled(int value, const char* what, F&& f) {
   const bool found = ((value == Values ? (f(std::integral_constant<int, Values>{}), true) : false) || ...);
   if (!found) throw_argument("dispatch_compiled", what, "a compiled value", std::to_string(value));
+}
+
+/// The plan of a kernel launched on a grid of x by y programs of \p threads threads, each with
+/// \p shared_bytes of dynamic shared memory, with a workspace of \p workspace_bytes.
+inline LaunchPlan make_plan(const DecodeProblem& p, const KernelOptions& options, unsigned x, unsigned y, int threads,
+                            std::size_t shared_bytes, std::size_t workspace_bytes = 0) {
+  LaunchPlan out;
+  out.problem = p;
+  out.options = options;
+  out.grid[0] = x;
+  out.grid[1] = y;
+  out.threads = threads;
+  out.shared_bytes = shared_bytes;
+  out.workspace_bytes = workspace_bytes;
+  out.description = describe_launch(out);
+  return out;
+}
+
+/// The checks every one-thread-program step shares: the problem, its head dim, no knobs.
+inline void check_one_thread(const DecodeProblem& p, const KernelOptions& options, const char* kernel) {
+  validate(p, kernel);
+  require_knobs(options, 0, kernel);
+  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kernel);
 }
 
 /// Rounds \p bytes up to a multiple of 256 (workspace sections start 256-byte aligned).

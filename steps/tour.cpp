@@ -42,9 +42,13 @@ int main(int argc, char** argv) {
       if (pa::cuda_built() && pa::gpu::available()) std::printf("GPU: %s\n", pa::gpu::device_info().name.c_str());
       else std::printf("GPU: none (%s)\n", pa::gpu::unavailable_reason().c_str());
       return 0;
+    } else if (flag == "--kernel-steps") {  // for scripts: the program of every step with a kernel, in order
+      for (int step : pa::kernel_steps()) std::printf("%s\n", pa::kernel(step, pa::Backend::emulator).name);
+      return 0;
     } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: %s [--no-gpu | --gpu-status]\nRuns every step in order on the tour workload and prints one table.\n"
-                  "--gpu-status prints the GPU the GPU path would use, or why there is none.\n", argv[0]);
+      std::printf("usage: %s [--no-gpu | --gpu-status | --kernel-steps]\nRuns every step in order on the tour workload and prints one table.\n"
+                  "--gpu-status prints the GPU the GPU path would use, or why there is none.\n"
+                  "--kernel-steps prints the program of every step with a kernel, one a line, in order.\n", argv[0]);
       return 0;
     } else {
       std::fprintf(stderr, "%s: unknown flag '%s' (see --help)\n", argv[0], flag.c_str());

@@ -24,7 +24,9 @@ inline void require_oracle_match(Backend backend, int step, const Workload& work
   const CompareResult result = check_against_oracle(workload, oracle_rows(workload), run.out);
   INFO("step " << step << " on " << backend_name(backend) << ", workload '" << workload.spec.name << "' ("
                << describe(workload.problem) << ", seed " << workload.spec.seed << ", threads "
-               << options.threads_per_block << ", splits " << options.num_splits << ", tile " << options.tile_tokens << "): " << result.summary());
+               << options.threads_per_block << ", splits " << options.num_splits << ", partition "
+               << options.partition_tokens << ", tile " << options.tile_tokens << ", variant " << options.variant
+               << "): " << result.summary());
   REQUIRE(result.ok);
 }
 
@@ -88,25 +90,40 @@ inline void check_knobs_and_determinism(Backend backend, int step, const std::ve
   REQUIRE(same.ok);
 }
 
-/// The knobs a step exposes (empty for the one-thread steps).
+/// Settings of the knobs a step declares (KernelEntry::knobs): threads, splits either side of
+/// the merge's paths, a partition, tiles. Variants are checked by the rung that has them, on the
+/// shapes they are compiled for.
 inline std::vector<KernelOptions> knobs_of(int step) {
-  std::vector<KernelOptions> knobs;
-  if (step >= 4)
-    for (int threads : {32, 64, 256}) knobs.push_back({threads, 0, 0});
-  if (step >= 7) {
-    for (int splits : {1, 2, 3, 7, 8, 9, 64}) knobs.push_back({0, splits, 0});  // 8, 9: either side of kMergeDirectSplits
-    knobs.push_back({64, 5, 0});
-    knobs.push_back({0, 0, 100});
+  const unsigned knobs = kernel(step, Backend::emulator).knobs;
+  std::vector<KernelOptions> options;
+  auto with = [&](auto set) {
+    KernelOptions o;
+    set(o);
+    options.push_back(o);
+  };
+  if (knobs & knob_threads)
+    for (int threads : {32, 64, 256}) with([&](KernelOptions& o) { o.threads_per_block = threads; });
+  if (knobs & knob_splits) {
+    for (int splits : {1, 2, 3, 7, 8, 9, 64}) with([&](KernelOptions& o) { o.num_splits = splits; });
+    with([](KernelOptions& o) {
+      o.threads_per_block = 64;
+      o.num_splits = 5;
+    });
   }
-  if (step >= 6)
+  if (knobs & knob_partition) with([](KernelOptions& o) { o.partition_tokens = 100; });
+  if (knobs & knob_tile)
     for (int tile : {1, 2, 4}) {
-      knobs.push_back({0, 0, 0, tile});
-      knobs.push_back({64, 0, 0, tile});
+      with([&](KernelOptions& o) { o.tile_tokens = tile; });
+      with([&](KernelOptions& o) {
+        o.threads_per_block = 64;
+        o.tile_tokens = tile;
+      });
     }
-  return knobs;
+  return options;
 }
 
-/// An unsupported head dim is refused before any launch, naming the argument and the choices.
+/// An unsupported head dim is refused before any launch, naming the argument and the choices;
+/// so is a knob the step does not have, and a tile that is not compiled.
 inline void check_refusals(Backend backend, int step) {
   WorkloadSpec spec = debug_spec();
   spec.head_dim = 72;
@@ -115,19 +132,35 @@ inline void check_refusals(Backend backend, int step) {
   PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, "head_dim");
   PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, "64, 80, 96, 112, 128, 256");
   PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, entry.name);
-  if (step >= 6) {  // a tile size that is not compiled
-    const Workload good = make_workload(debug_spec());
-    KernelOptions options;
-    options.tile_tokens = 3;
-    PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "options.tile_tokens");
-    PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "one of 1, 2, 4");
+  const Workload good = make_workload(debug_spec());
+  KernelOptions options;
+  options.tile_tokens = 3;  // not compiled where there is a tile knob; no such knob elsewhere
+  PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "options.tile_tokens");
+  PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError,
+                            (entry.knobs & knob_tile) ? "one of 1, 2, 4" : "no such knob");
+  if ((entry.knobs & knob_splits) == 0) {
+    options = {};
+    options.num_splits = 2;
+    PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "options.num_splits");
   }
-  if (step >= 7) {  // the split kernels put the sequences on the grid's y axis
-    DecodeProblem many = make_workload(debug_spec()).problem;
-    many.num_seqs = 65536;
-    many.total_context_len = 0;
-    PA_REQUIRE_THROWS_AS_WITH(entry.check(many, {}, DeviceLimits::pretend_h200()), ArgumentError, "num_seqs");
-    PA_REQUIRE_THROWS_AS_WITH(entry.check(many, {}, DeviceLimits::pretend_h200()), ArgumentError, "at most 65535");
+}
+
+/// Every ablation variant of \p step (options.variant 1 .. entry.variants) matches the oracle,
+/// on the shapes they are all compiled for: bf16 at head dim 128, groups of 4 and of 1.
+inline void check_variants(Backend backend, int step, const std::vector<int>& context_lens) {
+  for (int kv_heads : {2, 8}) {
+    WorkloadSpec spec = debug_spec();
+    spec.num_q_heads = 8;
+    spec.num_kv_heads = kv_heads;
+    spec.head_dim = 128;
+    spec.dtype = DType::bf16;
+    spec.context_lens = context_lens;
+    const Workload w = make_workload(spec);
+    for (int variant = 1; variant <= kernel(step, backend).variants; ++variant) {
+      KernelOptions options;
+      options.variant = variant;
+      require_oracle_match(backend, step, w, options);
+    }
   }
 }
 

@@ -69,17 +69,20 @@ void check_long_context(int step) {
     check_empty_batch(Backend::cuda, step);                                                          \
   }
 
-PA_GPU_STEP_TESTS(2, "02")
-PA_GPU_STEP_TESTS(3, "03")
-PA_GPU_STEP_TESTS(4, "04")
-PA_GPU_STEP_TESTS(5, "05")
-PA_GPU_STEP_TESTS(6, "06")
-PA_GPU_STEP_TESTS(7, "07")
-PA_GPU_STEP_TESTS(8, "08")
+// One set per kernel step of the build (see tests/test_steps.cpp).
+#define PA_KERNEL_STEP(number) PA_GPU_STEP_TESTS((1##number - 100), #number)
+#include "kernel_list.inc"
+#undef PA_KERNEL_STEP
 
-TEST_CASE("gpu: contexts up to 128k for the steps without a length cap", "[gpu]") {
+TEST_CASE("gpu: contexts up to 128k for the steps without a length cap (06 on)", "[gpu]") {
   if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
-  for (int step : {6, 7, 8}) check_long_context(step);
+  for (int step : pa::kernel_steps())
+    if (step >= 6) check_long_context(step);
+}
+
+TEST_CASE("gpu: every ablation variant of a step that has them matches the oracle", "[gpu]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  for (int step : pa::kernel_steps()) check_variants(Backend::cuda, step, {4097, 1, 0, 129, 700});
 }
 
 TEST_CASE("gpu: the roof and the device stamp are measured, not assumed", "[gpu]") {

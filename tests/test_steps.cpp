@@ -1,9 +1,8 @@
 // Every kernel step in the emulator (checked memory, race detection on): the adversarial set
 // against the oracle in each storage type, NaN poison invisible, every head dim and page size,
 // knobs that do not change the answer, refusals that name the argument, the empty batch.
-// Covers the kernels of steps/02_pretend_programs, steps/03_naive_decode, steps/04_block_threads,
-// steps/05_warps_and_vectors, steps/06_online_softmax, steps/07_split_kv and steps/08_gqa_sharing
-// (tests/test_gpu_steps.cpp runs the same checks on the GPU).
+// Covers the kernel of every step the build registers (kernels/CMakeLists.txt); then what each
+// rung adds (tests/test_gpu_steps.cpp runs the same checks on the GPU).
 #include "tests/step_checks.h"
 #include <iostream>
 #include <sstream>
@@ -36,22 +35,15 @@ using namespace pa::testing;
     check_empty_batch(Backend::emulator, step);                                                        \
   }
 
-PA_EMULATED_STEP_TESTS(2, "02")
-PA_EMULATED_STEP_TESTS(3, "03")
-PA_EMULATED_STEP_TESTS(4, "04")
-PA_EMULATED_STEP_TESTS(5, "05")
-PA_EMULATED_STEP_TESTS(6, "06")
-PA_EMULATED_STEP_TESTS(7, "07")
-PA_EMULATED_STEP_TESTS(8, "08")
-
-TEST_CASE("every registered kernel step is tested here", "[steps]") {
-  // The macros above list steps 2-8; a new rung must be added there.
-  REQUIRE(pa::kernel_steps() == std::vector<int>{2, 3, 4, 5, 6, 7, 8});
-}
+// One set of tests per kernel step, from the build's list of kernels (pagedattn_add_kernel):
+// PA_KERNEL_STEP(NN) for each. 1NN - 100 is NN as a number (08 alone would be an octal error).
+#define PA_KERNEL_STEP(number) PA_EMULATED_STEP_TESTS((1##number - 100), #number)
+#include "kernel_list.inc"
+#undef PA_KERNEL_STEP
 
 // ----- what each rung adds -----------------------------------------------------------------------
 #include "kernels/02_pretend_programs.cuh"
-#include "kernels/08_gqa_sharing.cuh"
+#include "kernels/09_memory_pipeline.cuh"
 #include "reference/oracle.h"
 
 namespace emu_kernels = pa::kernels_emu;
@@ -91,130 +83,71 @@ TEST_CASE("step04: refuses, before launching, a context whose logits do not fit 
   const std::size_t cap = (limits.shared_per_block_optin - emu_kernels::step04::static_shared_bytes(128)) / sizeof(float);
   const pa::KernelEntry& entry = pa::kernel(4, Backend::emulator);
   pa::DecodeProblem fits = pa::make_problem(1, 8, 2, 128, 16, static_cast<int>(cap / 16 + 1), static_cast<int>(cap), 8192, DType::bf16);
-  REQUIRE_NOTHROW(entry.check(fits, {}, limits));
+  REQUIRE_NOTHROW(entry.plan(fits, {}, limits));
   pa::DecodeProblem too_long = fits;
   too_long.max_context_len = static_cast<int>(cap) + 1;
-  PA_REQUIRE_THROWS_AS_WITH(entry.check(too_long, {}, limits), pa::ArgumentError, "max_context_len");
-  PA_REQUIRE_THROWS_AS_WITH(entry.check(too_long, {}, limits), pa::ArgumentError, "at most " + std::to_string(cap) + " tokens");
-  PA_REQUIRE_THROWS_AS_WITH(entry.check(too_long, {}, limits), pa::ArgumentError, "step 06 removes this cap");
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(too_long, {}, limits), pa::ArgumentError, "max_context_len");
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(too_long, {}, limits), pa::ArgumentError, "at most " + std::to_string(cap) + " tokens");
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(too_long, {}, limits), pa::ArgumentError, "step 06 removes this cap");
   // Step 06 has no such cap.
-  REQUIRE_NOTHROW(pa::kernel(6, Backend::emulator).check(too_long, {}, limits));
+  REQUIRE_NOTHROW(pa::kernel(6, Backend::emulator).plan(too_long, {}, limits));
 }
 
-TEST_CASE("step07: the split count comes from the device; empty splits give zeros, never NaN", "[step07]") {
-  pa::DecodeProblem long_single = pa::make_problem(1, 32, 8, 128, 16, 2048, 32768, 2048, DType::bf16);
-  pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
+TEST_CASE("a plan is made once and launched only on its own problem", "[steps]") {
+  const pa::Workload w = pa::make_workload(pa::debug_spec());
+  const pa::KernelEntry& entry = pa::kernel(7, Backend::emulator);
+  const pa::LaunchPlan plan = entry.plan(w.problem, {}, pa::DeviceLimits::pretend_h200());
+  std::vector<std::byte> out(w.out_bytes()), workspace(plan.workspace_bytes);
+  pa::DecodeView view = w.host_view(out.data(), workspace.data(), workspace.size());
+  REQUIRE_NOTHROW(entry.launch(view, plan, nullptr));
+  view.problem.scale *= 2;  // another problem: the plan's checks and splits may not hold for it
+  PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::ArgumentError, "the problem the plan was made for");
+  view.problem = w.problem;
+  view.workspace_bytes = plan.workspace_bytes - 1;
+  PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::ArgumentError, "workspace_bytes");
+}
+
+TEST_CASE("step07: the split count fills the device once; empty splits give zeros, never NaN", "[step07]") {
+  namespace s07 = emu_kernels::step07;
+  const pa::DecodeProblem long_single = pa::make_problem(1, 32, 8, 128, 16, 2048, 32768, 2048, DType::bf16);
+  const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
   pa::DeviceLimits small = h200;
   small.sm_count = 8;
-  // 8 programs a multiprocessor: the thread bound for 128-thread programs would be 16.
-  const int many = emu_kernels::step07::choose_splits(long_single, 32, 8, {}, h200);
-  const int few = emu_kernels::step07::choose_splits(long_single, 32, 8, {}, small);
-  CHECK(many > few);
-  CHECK(many * 32 >= std::min(emu_kernels::step07::kRounds * h200.sm_count * 8, 128 * 32));  // rounds, or the 256-token floor
-  CHECK(emu_kernels::step07::choose_splits(long_single, 32, 2, {}, h200) < many);  // lower occupancy, fewer splits
-  CHECK(emu_kernels::step07::choose_splits(long_single, 32, 8, {0, 5, 0}, h200) == 5);
+  // 32 (sequence, head) pairs and 8 programs an SM: 132 * 8 slots, 33 splits a pair.
+  CHECK(s07::choose_splits(long_single, 32, 8, {}, h200) == (132 * 8 + 31) / 32);
+  CHECK(s07::choose_splits(long_single, 32, 8, {}, small) == 2);  // fewer SMs, fewer splits
+  CHECK(s07::choose_splits(long_single, 32, 2, {}, h200) == (132 * 2 + 31) / 32);  // lower occupancy, fewer
+  CHECK(s07::choose_splits(long_single, 1, 32, {}, h200) == 128);  // no split under 256 tokens
+  pa::KernelOptions five;
+  five.num_splits = 5;
+  CHECK(s07::choose_splits(long_single, 32, 8, five, h200) == 5);
+  pa::KernelOptions partition;
+  partition.partition_tokens = 1000;
+  CHECK(s07::choose_splits(long_single, 32, 8, partition, h200) == 33);
   pa::DecodeProblem short_ctx = long_single;
   short_ctx.max_context_len = 300;
-  CHECK(emu_kernels::step07::choose_splits(short_ctx, 32, 8, {}, h200) == 2);  // no split under 256 tokens
-  // Known equal lengths and fewer pairs than slots: one wave of equal splits, at most
-  // kWaveWarps = 16 warps (4 programs of 128 threads) an SM: 132 * 4 / 32 = 16 with 5 or 6
-  // resident, 132 * 2 / 32 with 2.
-  pa::DecodeProblem uniform = long_single;
-  uniform.total_context_len = 32768;
-  CHECK(emu_kernels::step07::choose_splits(uniform, 32, 5, {}, h200) == 132 * 4 / 32);
-  CHECK(emu_kernels::step07::choose_splits(uniform, 32, 6, {}, h200) == 132 * 4 / 32);
-  CHECK(emu_kernels::step07::choose_splits(uniform, 32, 2, {}, h200) == 132 * 2 / 32);
-  CHECK(emu_kernels::step07::choose_splits(uniform, 600, 5, {}, h200) == 1);  // past the wave, within the slots: unsplit
-  CHECK(emu_kernels::step07::choose_splits(uniform, 8, 4, {}, h200) == 132 * 4 / 8);  // step 08's 8 pairs: 66
-  pa::DecodeProblem ragged = uniform;
-  ragged.num_seqs = 2;
-  ragged.total_context_len = 32768 + 512;  // two sequences of different lengths: rounds again
-  CHECK(emu_kernels::step07::choose_splits(ragged, 64, 5, {}, h200) ==
-        std::min<std::int64_t>((emu_kernels::step07::kRounds * 132 * 5 + 63) / 64, 128));
-  // The emulator's occupancy is the bound from threads (16 programs of 128) and shared memory
-  // (the merge and the copy slots of a 128-thread program).
-  const auto shared = static_cast<std::size_t>(emu_kernels::step06::attend_floats<emu_kernels::bf16, 128, 1, 1>(128) * 4);
-  const int resident = static_cast<int>(std::min<std::size_t>(16, h200.shared_per_sm / shared));
-  CHECK(resident < 16);  // the copy slots, not the threads, bound it at bf16 and head dim 128
-  const emu_kernels::step07::SplitPlan plan = emu_kernels::step07::make_plan(long_single, {}, h200);
-  CHECK(plan.resident_per_sm == resident);
-  CHECK(plan.shared_bytes == static_cast<std::int64_t>(shared));
-  CHECK(plan.splits == emu_kernels::step07::choose_splits(long_single, 32, resident, {}, h200));
-  // The launch line the programs print and the benchmarks record says the same.
-  for (int step : {7, 8}) {
-    const pa::KernelEntry& entry = pa::kernel(step, Backend::emulator);
-    REQUIRE(entry.describe != nullptr);
-    const int splits = step == 7 ? emu_kernels::step07::make_plan(long_single, {}, h200).splits
-                                 : emu_kernels::step08::make_plan(long_single, {}, h200).splits;
-    const std::string line = entry.describe(long_single, {}, h200);
-    INFO(line);
-    CHECK(line.find(std::to_string(splits) + " splits of " +
-                    std::to_string(emu_kernels::step07::partition_of(long_single, splits)) + " tokens") !=
-          std::string::npos);
-    CHECK(line.find(std::string("grid ") + (step == 7 ? "32" : "8") + " x 1 x " + std::to_string(splits)) !=
-          std::string::npos);
-  }
-
-  // Known equal lengths and fewer pairs than SMs: the step's wave program (wants_wave_program).
-  // Step 07: two programs of 256 threads an SM at tile 2; long-single's 32 query-head pairs get
-  // 132 * 2 / 32 = 8 splits of 4096 tokens. Step 08: one of 512 threads at tile 1, 132 / 8 = 16.
-  namespace s07 = emu_kernels::step07;
-  namespace s08 = emu_kernels::step08;
-  const s07::SplitPlan wave = s07::make_plan(uniform, {}, h200);
-  CHECK(wave.options.threads_per_block == s07::kWaveShape.threads);
-  CHECK(wave.options.threads_per_block == 256);
-  CHECK(wave.options.tile_tokens == 2);
-  CHECK(wave.resident_per_sm == 2);
-  CHECK(wave.splits == 132 * 2 / 32);
-  CHECK(pa::kernel(7, Backend::emulator).workspace_bytes(uniform, {}, h200) == s07::partials_bytes(uniform, 132 * 2 / 32));
-  const s07::SplitPlan wave08 = s08::make_plan(uniform, {}, h200);
-  CHECK(wave08.options.threads_per_block == s08::kWaveShape.threads);
-  CHECK(wave08.options.threads_per_block == 512);
-  CHECK(wave08.options.tile_tokens == 1);
-  CHECK(wave08.splits == 132 / 8);
-  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("8 splits of 4096 tokens") != std::string::npos);
-  CHECK(pa::kernel(7, Backend::emulator).describe(uniform, {}, h200).find("of 256 threads at tile 2,") != std::string::npos);
-  CHECK(pa::kernel(8, Backend::emulator).describe(uniform, {}, h200).find("of 512 threads at tile 1,") != std::string::npos);
-  // Anything asked for (threads, splits or the tile), unequal or unknown lengths, as many pairs
-  // as SMs, or under kWaveMinTokens tokens of a sequence an SM: the asked options.
-  CHECK(s07::make_plan(uniform, {64}, h200).options.threads_per_block == 64);
-  CHECK(s07::make_plan(uniform, {0, 16}, h200).options.threads_per_block == 0);
-  CHECK(s07::make_plan(uniform, {0, 0, 0, 1}, h200).options.threads_per_block == 0);
-  CHECK(s07::make_plan(uniform, {0, 0, 0, 1}, h200).options.tile_tokens == 1);
-  CHECK(s07::make_plan(long_single, {}, h200).options.threads_per_block == 0);  // total_context_len unknown
-  CHECK(s07::make_plan(ragged, {}, h200).options.threads_per_block == 0);
-  pa::DecodeProblem many_pairs = uniform;
-  many_pairs.num_q_heads = 132;
-  many_pairs.num_kv_heads = 132;
-  CHECK(s07::make_plan(many_pairs, {}, h200).options.threads_per_block == 0);
-  // A program that fits no SM is refused before launch, naming the thread count (on the GPU
-  // the registers can be what does not fit; here, an SM with less shared memory than a block may ask for).
-  pa::DeviceLimits cramped = h200;
-  cramped.shared_per_sm = 8 * 1024;  // step 07's program takes 32 KB, step 08's 16 KB
-  for (int step : {7, 8})
-    PA_REQUIRE_THROWS_AS_WITH(pa::kernel(step, Backend::emulator).check(long_single, {}, cramped), pa::ArgumentError,
-                              "fits one SM");
-  // describe still says what would run (no occupancy asked past the shared-memory limit).
-  CHECK(pa::kernel(7, Backend::emulator).describe(long_single, {}, cramped).find("0 programs an SM") != std::string::npos);
-  // The wave's program must fit as well: with 64 KB an SM, the 96 KB of copy slots of 256
-  // threads at tile 2 do not, 128 threads' 32 KB at tile 1 do (twice), so the plan keeps the
-  // default threads and tile.
-  pa::DeviceLimits small_sm = h200;
-  small_sm.shared_per_sm = 64 * 1024;
-  const s07::SplitPlan fallback = s07::make_plan(uniform, {}, small_sm);
-  CHECK(fallback.options.threads_per_block == 0);
-  CHECK(fallback.options.tile_tokens == 0);
-  CHECK(fallback.resident_per_sm == 2);
-  CHECK(fallback.splits == 132 * 2 / 32);
-  pa::DecodeProblem short_uniform = uniform;
-  short_uniform.max_context_len = short_uniform.total_context_len = s07::kWaveMinTokens * (132 / 32) - 1;
-  CHECK(s07::make_plan(short_uniform, {}, h200).options.threads_per_block == 0);
+  CHECK(s07::choose_splits(short_ctx, 32, 8, {}, h200) == 2);
+  short_ctx.max_context_len = 0;
+  CHECK(s07::choose_splits(short_ctx, 32, 8, {}, h200) == 1);
+  // The plan asks the occupancy once: in the emulator, the bound from threads (16 programs of
+  // 128 threads) and shared memory (the groups' merge of 4 warps).
+  const pa::LaunchPlan plan = pa::kernel(7, Backend::emulator).plan(long_single, {}, h200);
+  CHECK(plan.shared_bytes == static_cast<std::size_t>(emu_kernels::step06::merge_floats(4, 128)) * 4);
+  CHECK(plan.resident_per_sm == 16);
+  CHECK(plan.splits == s07::choose_splits(long_single, 32, 16, {}, h200));
+  CHECK(plan.workspace_bytes == s07::partials_bytes(long_single, plan.splits));
+  INFO(plan.description);
+  CHECK(plan.description.find("grid 1 x 32 x " + std::to_string(plan.splits) + " programs of 128 threads") != std::string::npos);
+  CHECK(plan.description.find(std::to_string(plan.splits) + " splits of " +
+                              std::to_string(s07::partition_of(long_single, plan.splits)) + " tokens") != std::string::npos);
 
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.context_lens = {0, 1, 5, 0};
   const pa::Workload w = pa::make_workload(spec);
-  for (int step : {7, 8}) {
-    const pa::RunOutput run = pa::run_emulator(pa::kernel(step, Backend::emulator), w, {0, 64, 0});
+  pa::KernelOptions many;
+  many.num_splits = 64;
+  for (int step : {7, 8, 9}) {
+    const pa::RunOutput run = pa::run_emulator(pa::kernel(step, Backend::emulator), w, many);
     const std::size_t row = static_cast<std::size_t>(w.problem.num_q_heads) * w.problem.head_dim;
     for (int seq : {0, 3})
       for (std::size_t i = 0; i < row; ++i) REQUIRE(pa::load_as_float(run.out.data(), w.problem.dtype, seq * row + i) == 0.0f);
@@ -229,7 +162,75 @@ TEST_CASE("step07: the split count comes from the device; empty splits give zero
   }
 }
 
-TEST_CASE("step08 reads K and V once per KV head; step 07 once per query head", "[step08]") {
+TEST_CASE("step09: the wave plan for few long sequences of equal length, and the default plan otherwise", "[step09]") {
+  namespace s09 = emu_kernels::step09;
+  const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
+  pa::DecodeProblem long_single = pa::make_problem(1, 32, 8, 128, 16, 2048, 32768, 2048, DType::bf16);
+  pa::DecodeProblem uniform = long_single;
+  uniform.total_context_len = 32768;  // the caller says the lengths are equal
+  const pa::KernelEntry& entry = pa::kernel(9, Backend::emulator);
+  // One program of 512 threads at tile 1 an SM; 8 (sequence, KV head) pairs: 132 / 8 = 16 splits.
+  const pa::LaunchPlan wave = entry.plan(uniform, {}, h200);
+  CHECK(wave.threads == s09::kWaveShape.threads);
+  CHECK(wave.threads == 512);
+  CHECK(wave.options.tile_tokens == 1);
+  CHECK(wave.splits == 132 / 8);
+  CHECK(wave.workspace_bytes == s09::partials_bytes(uniform, 132 / 8));
+  CHECK(wave.description.find("grid 8 x 1 x 16 programs of 512 threads") != std::string::npos);
+  CHECK(wave.description.find("16 splits of 2048 tokens") != std::string::npos);
+  // Unknown lengths: kRounds rounds of what every SM holds.
+  const pa::LaunchPlan rounds = entry.plan(long_single, {}, h200);
+  CHECK(rounds.threads == s09::kDefaultThreads);
+  CHECK(rounds.splits == s09::choose_splits(long_single, 8, rounds.resident_per_sm, rounds.threads, {}, h200));
+  CHECK(rounds.splits == std::min<int>((s09::kRounds * 132 * rounds.resident_per_sm + 7) / 8, 128));
+  // Anything asked for (threads, splits or the tile), variant kNoWavePlan, as many pairs as SMs,
+  // or under kWaveMinTokens tokens of a sequence an SM: the asked options.
+  pa::KernelOptions asked;
+  asked.threads_per_block = 64;
+  CHECK(entry.plan(uniform, asked, h200).threads == 64);
+  asked = {};
+  asked.num_splits = 16;
+  CHECK(entry.plan(uniform, asked, h200).threads == s09::kDefaultThreads);
+  asked = {};
+  asked.variant = s09::kNoWavePlan;
+  CHECK(entry.plan(uniform, asked, h200).threads == s09::kDefaultThreads);
+  pa::DecodeProblem many_pairs = pa::make_problem(1, 132, 132, 128, 16, 2048, 32768, 2048, DType::bf16);
+  many_pairs.total_context_len = 32768;
+  CHECK(entry.plan(many_pairs, {}, h200).threads == s09::kDefaultThreads);
+  pa::DecodeProblem short_uniform = uniform;
+  short_uniform.max_context_len = short_uniform.total_context_len = s09::kWaveMinTokens * (132 / 8) - 1;
+  CHECK(entry.plan(short_uniform, {}, h200).threads == s09::kDefaultThreads);
+  // The wave's program must fit: with 64 KB an SM, 512 threads' 64 KB of copy slots do not fit
+  // beside the merge kernel's... they fit once, so the wave stays; with 32 KB it falls back.
+  pa::DeviceLimits small_sm = h200;
+  small_sm.shared_per_sm = 32 * 1024;
+  const pa::LaunchPlan fallback = entry.plan(uniform, {}, small_sm);
+  CHECK(fallback.threads == s09::kDefaultThreads);
+  CHECK(fallback.options.tile_tokens == s09::kDefaultTileTokens);
+  // A program that fits no SM is refused before launch, naming the thread count (on the GPU
+  // registers can be what does not fit; here, an SM with less shared memory than one program).
+  pa::DeviceLimits cramped = h200;
+  cramped.shared_per_sm = 8 * 1024;
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(long_single, {}, cramped), pa::ArgumentError, "fits one SM");
+  // The sequences are the grid's second axis.
+  pa::DecodeProblem many = long_single;
+  many.num_seqs = 65536;
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(many, {}, h200), pa::ArgumentError, "at most 65535");
+}
+
+TEST_CASE("step09: every ablation variant gives the oracle's answer where it is compiled, and is refused elsewhere", "[step09]") {
+  check_variants(Backend::emulator, 9, {700, 1, 0, 129, 64});
+  pa::WorkloadSpec other = pa::debug_spec();  // f32 at head dim 64: the copy-layout variants are not compiled
+  pa::KernelOptions options;
+  options.variant = emu_kernels::step09::kInterleavedSlots;
+  PA_REQUIRE_THROWS_AS_WITH(run_on(Backend::emulator, 9, pa::make_workload(other), options), pa::ArgumentError,
+                            "options.variant");
+  options.variant = 6;
+  PA_REQUIRE_THROWS_AS_WITH(run_on(Backend::emulator, 9, pa::make_workload(other), options), pa::ArgumentError,
+                            "0 (every idea) to 5");
+}
+
+TEST_CASE("steps 08 and 09 read K and V once per KV head; step 07 once per query head", "[step08]") {
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.num_q_heads = 8;
   spec.num_kv_heads = 2;
@@ -239,14 +240,16 @@ TEST_CASE("step08 reads K and V once per KV head; step 07 once per query head", 
   for (int len : w.context_lens) tokens += static_cast<std::uint64_t>(len);
   const std::uint64_t once = tokens * w.problem.num_kv_heads * w.problem.head_dim * 2;  // bytes of K (bf16)
   const pa::RunOutput step7 = pa::run_emulator(pa::kernel(7, Backend::emulator), w);
-  const pa::RunOutput step8 = pa::run_emulator(pa::kernel(8, Backend::emulator), w);
   CHECK(step7.traffic.tensors.at("key_cache").bytes_read == once * 4);
-  CHECK(step8.traffic.tensors.at("key_cache").bytes_read == once);
-  CHECK(step8.traffic.tensors.at("value_cache").bytes_read == once);
+  for (int step : {8, 9}) {
+    const pa::RunOutput run = pa::run_emulator(pa::kernel(step, Backend::emulator), w);
+    CHECK(run.traffic.tensors.at("key_cache").bytes_read == once);
+    CHECK(run.traffic.tensors.at("value_cache").bytes_read == once);
+  }
 }
 
-TEST_CASE("the trace flag names a program by sequence, head and split, whatever the grid's order", "[step07]") {
-  // Step 07's grid is (head, sequence, split), step 06's (sequence, head): the flag means the same in both.
+TEST_CASE("the trace flag names a program by sequence, head and split, whatever the grid's order", "[step09]") {
+  // Step 09's grid is (KV head, sequence, split), step 07's (sequence, head, split): the flag means the same in both.
   auto trace_of = [](int step, std::vector<std::string> args) {
     args.insert(args.begin(), "step");
     std::vector<char*> argv;
@@ -265,8 +268,14 @@ TEST_CASE("the trace flag names a program by sequence, head and split, whatever 
   for (const char* a : {"--splits", "3", "--trace", "0,5,1"}) args.emplace_back(a);
   const std::string split = trace_of(7, args);
   INFO(split);
-  CHECK(split.find("trace of program 5,0,1 (sequence 0)") != std::string::npos);
+  CHECK(split.find("trace of program 0,5,1 (sequence 0)") != std::string::npos);
   CHECK(split.find("kv heads {1}, tokens 200..399 (200 distinct)") != std::string::npos);  // head 5 is KV head 1; split 1 of 3
+  args = workload;
+  for (const char* a : {"--splits", "3", "--trace", "0,1,1"}) args.emplace_back(a);
+  const std::string pipelined = trace_of(9, args);  // its head axis is the KV head
+  INFO(pipelined);
+  CHECK(pipelined.find("trace of program 1,0,1 (sequence 0)") != std::string::npos);
+  CHECK(pipelined.find("kv heads {1}, tokens 200..399 (200 distinct)") != std::string::npos);
   args = workload;
   for (const char* a : {"--trace", "1,2"}) args.emplace_back(a);
   const std::string whole = trace_of(6, args);
