@@ -8,9 +8,9 @@
 /// third axis, the split: program (seq, head, split) runs step 06's pass over its slice of the
 /// context and writes its unnormalised state (max, sum, acc[head_dim]) to a workspace;
 /// merge_splits then combines the splits of each (seq, head) in split order, so the same input
-/// gives the same bits. The split count comes from the device: enough programs to fill every
-/// SM once (occupancy calculator), no split under kMinTokensPerSplit tokens. A split past a
-/// short sequence's end is empty: it writes sum 0, which weighs nothing.
+/// gives the same bits. The split count comes from the device: a split holds about one slot's
+/// share of the batch's work (occupancy calculator), no fewer than kMinTokensPerSplit tokens. A
+/// split past a short sequence's end is empty: it writes sum 0, which weighs nothing.
 ///
 ///     build/cpu/steps/step07_split_kv --help
 
@@ -101,20 +101,25 @@ inline constexpr const char* kName = "step07_split_kv";
 inline constexpr int kMinTokensPerSplit = 256;
 
 // [choose]
-/// Splits per (sequence, head) for \p pairs of them: enough programs to fill every slot of the
-/// device once (sm_count x \p resident_per_sm, the programs one SM holds, from the occupancy
-/// calculator), at most one per kMinTokensPerSplit tokens of the longest context.
-/// `options.num_splits` or `options.partition_tokens` override it.
+/// Splits per (sequence, head) for \p pairs of them: cut the work into one equal share per slot
+/// of the device (sm_count x \p resident_per_sm, the programs one SM holds, from the occupancy
+/// calculator). The work is every pair's tokens (p.total_context_len when the caller gives it,
+/// else every sequence counted at the longest context); a split holds at most one share and at
+/// least kMinTokensPerSplit tokens, and the longest context decides the count. So a long
+/// sequence among short ones is cut as finely as if it were alone, and a batch that fills the
+/// device is not cut. `options.num_splits` or `options.partition_tokens` override it.
 inline int choose_splits(const DecodeProblem& p, std::int64_t pairs, int resident_per_sm, const KernelOptions& options,
                          const DeviceLimits& device) {
   if (p.max_context_len == 0) return 1;
   if (options.num_splits > 0) return options.num_splits;
-  if (options.partition_tokens > 0)
-    return static_cast<int>((p.max_context_len + options.partition_tokens - 1) / options.partition_tokens);
-  const std::int64_t slots = std::int64_t{device.sm_count} * resident_per_sm;
-  const std::int64_t wanted = (slots + pairs - 1) / std::max<std::int64_t>(pairs, 1);
-  const std::int64_t most = (p.max_context_len + kMinTokensPerSplit - 1) / kMinTokensPerSplit;
-  return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, most));
+  std::int64_t partition = options.partition_tokens;
+  if (partition == 0) {
+    const std::int64_t tokens = p.total_context_len > 0 ? p.total_context_len : std::int64_t{p.num_seqs} * p.max_context_len;
+    const std::int64_t work = tokens * (pairs / std::max(p.num_seqs, 1));  // tokens x heads a sequence
+    const std::int64_t slots = std::max<std::int64_t>(std::int64_t{device.sm_count} * resident_per_sm, 1);
+    partition = std::max<std::int64_t>((work + slots - 1) / slots, kMinTokensPerSplit);
+  }
+  return static_cast<int>((p.max_context_len + partition - 1) / partition);
 }
 // [choose]
 

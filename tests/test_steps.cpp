@@ -107,13 +107,14 @@ TEST_CASE("a plan is made once and launched only on its own problem", "[steps]")
   PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::ArgumentError, "workspace_bytes");
 }
 
-TEST_CASE("step07: the split count fills the device once; empty splits give zeros, never NaN", "[step07]") {
+TEST_CASE("step07: a split holds one slot's share of the work; empty splits give zeros, never NaN", "[step07]") {
   namespace s07 = emu_kernels::step07;
   const pa::DecodeProblem long_single = pa::make_problem(1, 32, 8, 128, 16, 2048, 32768, 2048, DType::bf16);
   const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
   pa::DeviceLimits small = h200;
   small.sm_count = 8;
-  // 32 (sequence, head) pairs and 8 programs an SM: 132 * 8 slots, 33 splits a pair.
+  // One sequence, 32 heads, 8 programs an SM: 32768 x 32 tokens over 132 * 8 slots is 993 tokens a
+  // split, 33 splits.
   CHECK(s07::choose_splits(long_single, 32, 8, {}, h200) == (132 * 8 + 31) / 32);
   CHECK(s07::choose_splits(long_single, 32, 8, {}, small) == 2);  // fewer SMs, fewer splits
   CHECK(s07::choose_splits(long_single, 32, 2, {}, h200) == (132 * 2 + 31) / 32);  // lower occupancy, fewer
@@ -129,6 +130,12 @@ TEST_CASE("step07: the split count fills the device once; empty splits give zero
   CHECK(s07::choose_splits(short_ctx, 32, 8, {}, h200) == 2);
   short_ctx.max_context_len = 0;
   CHECK(s07::choose_splits(short_ctx, 32, 8, {}, h200) == 1);
+  // A long sequence among short ones: a split holds one slot's share of the whole batch's work
+  // (66048 tokens x 32 heads over 1056 slots: 2002 tokens), so the long one gets 33 splits,
+  // where one wave of programs spread over every pair would give it ceil(1056 / 64) = 17.
+  pa::DecodeProblem skewed = pa::make_problem(2, 32, 8, 128, 16, 4096, 65536, 8192, DType::bf16);
+  skewed.total_context_len = 65536 + 512;
+  CHECK(s07::choose_splits(skewed, 64, 8, {}, h200) == (65536 + 2001) / 2002);
   // The plan asks the occupancy once: in the emulator, the bound from threads (16 programs of
   // 128 threads) and shared memory (the groups' merge of 4 warps).
   const pa::LaunchPlan plan = pa::kernel(7, Backend::emulator).plan(long_single, {}, h200);
