@@ -826,7 +826,7 @@ def ablation_table(ladder: Ladder, step: int) -> Optional[str]:
     variants = sorted({v for (s, _w, v) in run.variants if s == step})
     if not variants:
         return None
-    workloads = ladder.named_workloads()
+    workloads = [w for w in ladder.named_workloads() if any((step, w, v) in run.variants for v in variants)]
     header = ["left out"] + [f"{_code(w)} (ms)" for w in workloads]
 
     def seconds(result: Optional[Result]) -> Optional[float]:
