@@ -125,12 +125,8 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
 
 inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
   if (!begin_launch(view, plan, kName)) return;
-  const DecodeProblem& p = view.problem;
-  dispatch_problem(p, [&](auto storage, auto head_dim) {
-    using T = decltype(storage);
-    constexpr int D = decltype(head_dim)::value;
-    launch_kernel(kName, block_decode<T, D>, dim3(plan.grid[0], plan.grid[1]), dim3(plan.threads), plan.shared_bytes,
-                  stream, make_args<T>(view));
+  launch_planned(kName, view, plan, stream, [](auto storage, auto head_dim) {
+    return block_decode<decltype(storage), decltype(head_dim)::value>;
   });
 }
 

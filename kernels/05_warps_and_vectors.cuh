@@ -260,12 +260,8 @@ inline void require_aligned(const DecodeView& view, const char* kernel) {
 inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
   if (!begin_launch(view, plan, kName)) return;
   require_aligned(view, kName);
-  const DecodeProblem& p = view.problem;
-  dispatch_problem(p, [&](auto storage, auto head_dim) {
-    using T = decltype(storage);
-    constexpr int D = decltype(head_dim)::value;
-    launch_kernel(kName, warp_decode<T, D>, dim3(plan.grid[0], plan.grid[1]), dim3(plan.threads), plan.shared_bytes,
-                  stream, make_args<T>(view));
+  launch_planned(kName, view, plan, stream, [](auto storage, auto head_dim) {
+    return warp_decode<decltype(storage), decltype(head_dim)::value>;
   });
 }
 

@@ -201,11 +201,8 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
 inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
   if (!begin_launch(view, plan, kName)) return;
   step05::require_aligned(view, kName);
-  const DecodeProblem& p = view.problem;
-  dispatch_problem(p, [&](auto storage, auto head_dim) {
-    using T = decltype(storage);
-    launch_kernel(kName, online_decode<T, decltype(head_dim)::value>, dim3(plan.grid[0], plan.grid[1]),
-                  dim3(plan.threads), plan.shared_bytes, stream, make_args<T>(view));
+  launch_planned(kName, view, plan, stream, [](auto storage, auto head_dim) {
+    return online_decode<decltype(storage), decltype(head_dim)::value>;
   });
 }
 

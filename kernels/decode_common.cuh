@@ -117,6 +117,17 @@ void dispatch_problem(const DecodeProblem& p, F&& f) {
   });
 }
 
+/// Launches the kernel that `kernel_of(T{}, head_dim)` names for the problem's storage type T
+/// and head dim on \p plan's grid, threads and shared memory, with make_args<T>(\p view): the
+/// launch of every step with one kernel and no workspace.
+template <class KernelOf>
+void launch_planned(const char* name, const DecodeView& view, const LaunchPlan& plan, void* stream, KernelOf kernel_of) {
+  dispatch_problem(view.problem, [&](auto storage, auto head_dim) {
+    launch_kernel(name, kernel_of(storage, head_dim), dim3(plan.grid[0], plan.grid[1], plan.grid[2]), dim3(plan.threads),
+                  plan.shared_bytes, stream, make_args<decltype(storage)>(view));
+  });
+}
+
 /// Calls `f(std::integral_constant<int, V>{})` for the compiled value V equal to \p value of the
 /// knob \p what (a tile size, say); other values throw ArgumentError naming it.
 template <int... Values, class F>
