@@ -4,7 +4,7 @@
 /// `PA_STEP_BENCHMARK_MAIN(NN)`; `bench_ladder` registers every step in one program.
 ///
 /// Registered per step:
-///  - `stepNN_name/gpu/<workload>` for each named workload of BENCHMARKS.md, when a GPU is
+///  - `stepNN_name/gpu/<workload>` for each named workload of docs/design/BENCHMARKS.md, when a GPU is
 ///    present: median device time of 20 launches (CUDA events, L2 flushed before each, two
 ///    warm-ups), counters GB/s (decimal), % of the roof measured at start-up, % of datasheet;
 ///    the output is checked against the oracle on sampled sequences after the timed runs.

@@ -204,7 +204,7 @@ CompareResult check_against_oracle(const Workload& w, const OracleRows& oracle, 
   const std::byte* checked = oracle.sequences.empty() ? out.data() : sampled_out.data();
   CompareResult result = compare_to_reference(p, oracle.exact, checked, Tolerance::for_dtype(p.dtype));
   if (!result.ok) return result;
-  // CORRECTNESS.md rule 5: no more than 3x the error of the plainest same-precision loop. The
+  // docs/design/CORRECTNESS.md rule 5: no more than 3x the error of the plainest same-precision loop. The
   // floor (a few float ulps of the largest output) keeps exact cases from failing on rounding.
   const double plain_error = max_abs_error(oracle.exact, oracle.plain);
   double largest = 0;
@@ -412,7 +412,7 @@ workload (default: the debug workload)
   --context A[,B,...]  context lengths (one for all, or one per sequence)
   --q-heads N  --kv-heads N  --head-dim N  --page N
   --dtype f32|f16|bf16 --seed N  --layout hnd|nhd
-  --adversarial        run the whole adversarial set of CORRECTNESS.md instead
+  --adversarial        run the whole adversarial set of docs/design/CORRECTNESS.md instead
 kernel knobs (never change the answer; a comma-separated list runs every combination on the
 same workload, one table each: a sweep)
   --threads N          threads per program   --splits N   context splits

@@ -29,7 +29,7 @@ struct RunOutput {
 };
 
 /// Runs \p kernel in the emulator on the workload's host tensors. Output and workspace are
-/// filled with NaN first (CORRECTNESS.md rule 1). Kernel faults throw KernelError.
+/// filled with NaN first (docs/design/CORRECTNESS.md rule 1). Kernel faults throw KernelError.
 RunOutput run_emulator(const KernelEntry& kernel, const Workload& workload,
                        const KernelOptions& options = {});
 
@@ -61,7 +61,7 @@ RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const Ker
 double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs);
 
 /// What a run is checked against: the oracle in double and the plainest float loop (whose
-/// error bounds the kernel's, CORRECTNESS.md rule 5), for all sequences or a sample.
+/// error bounds the kernel's, docs/design/CORRECTNESS.md rule 5), for all sequences or a sample.
 struct OracleRows {
   std::vector<double> exact;  ///< [num_seqs][num_q_heads][head_dim]; NaN in rows not computed
   std::vector<float> plain;   ///< the plain float loop, same shape
@@ -93,7 +93,7 @@ struct StepReport {
   double gpu_error = 0;
   double gpu_vs_emulator = 0;   ///< max |gpu - emulator|
   double gpu_seconds = 0;       ///< median
-  double gpu_gbps = 0;          ///< workload bytes (BENCHMARKS.md) / median time
+  double gpu_gbps = 0;          ///< workload bytes (docs/design/BENCHMARKS.md) / median time
   double roof_gbps = 0;         ///< measured in this run (0 when no GPU)
   std::optional<KernelOptions> ran;  ///< the knobs as they ran (the GPU's plan where it ran)
   bool ok = true;

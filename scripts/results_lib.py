@@ -720,7 +720,7 @@ def _method_line(ladder: Ladder) -> str:
         flush = ("L2 flushed by reading twice its size" if ladder.gpu.ctx("l2_flush") == "read"
                  else "L2 flushed by a memset")
     return (f"Each time is the {median}, CUDA events, {flush}; "
-            "bytes = K+V+q+out+tables per BENCHMARKS.md.")
+            "bytes = K+V+q+out+tables per docs/design/BENCHMARKS.md.")
 
 
 def readme_region(ladder: Ladder) -> str:

@@ -25,7 +25,7 @@ using Catch::Approx;
 #include <string>
 
 /// Requires that \p expr throws \p Type and that its message contains \p text (both checked:
-/// CORRECTNESS.md asks every negative case for the error type and the argument's name).
+/// docs/design/CORRECTNESS.md asks every negative case for the error type and the argument's name).
 #define PA_REQUIRE_THROWS_AS_WITH(expr, Type, text)                               \
   do {                                                                            \
     bool pa_threw_ = false;                                                       \

@@ -30,7 +30,7 @@ inline void require_oracle_match(Backend backend, int step, const Workload& work
   REQUIRE(result.ok);
 }
 
-/// The adversarial set of CORRECTNESS.md in one storage type.
+/// The adversarial set of docs/design/CORRECTNESS.md in one storage type.
 inline void check_adversarial(Backend backend, int step, DType dtype, int max_context = 300) {
   AdversarialOptions options;
   options.dtype = dtype;
@@ -38,7 +38,7 @@ inline void check_adversarial(Backend backend, int step, DType dtype, int max_co
   for (const WorkloadSpec& spec : adversarial_specs(options)) require_oracle_match(backend, step, make_workload(spec));
 }
 
-/// NaN where the kernel must not read gives the same bits as zeros there (CORRECTNESS.md rule 1).
+/// NaN where the kernel must not read gives the same bits as zeros there (docs/design/CORRECTNESS.md rule 1).
 inline void check_poison_is_invisible(Backend backend, int step, DType dtype) {
   AdversarialOptions options;
   options.dtype = dtype;

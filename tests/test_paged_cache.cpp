@@ -1,5 +1,5 @@
 // The paged KV cache of step 01 (steps/01_paged_cache): allocator invariants and errors, block tables, slot mapping,
-// the write path, gather, fork and copy-on-write (CORRECTNESS.md, "allocator" and "errors").
+// the write path, gather, fork and copy-on-write (docs/design/CORRECTNESS.md, "allocator" and "errors").
 #include "tests/catch_compat.h"
 
 #include <algorithm>
@@ -68,7 +68,7 @@ void require_gather_equals(const PagedKVCache& cache, int seq, const std::vector
   REQUIRE(mismatches == 0);
 }
 
-/// Frees every live sequence and requires the pool to be whole (CORRECTNESS.md: after every test).
+/// Frees every live sequence and requires the pool to be whole (docs/design/CORRECTNESS.md: after every test).
 void free_all_and_require_whole(PagedKVCache& cache) {
   cache.check_invariants();
   for (int seq : cache.sequences()) cache.free_sequence(seq);

@@ -1,6 +1,6 @@
 // The problem's one place of validation: every rule of common/problem.cpp and
 // common/kernel_api.cpp, each negative case checked for its type and for the argument it names
-// (CORRECTNESS.md, harness rule 3).
+// (docs/design/CORRECTNESS.md, harness rule 3).
 
 #include <array>
 #include <cmath>

@@ -430,7 +430,7 @@ TEST_CASE("workload: the problem follows the spec", "[workload]") {
   REQUIRE(view.out == &out);
   REQUIRE(view.workspace_bytes == 4);
 
-  // BENCHMARKS.md: K and V of every context token, q, out, the table entries used, the lengths.
+  // docs/design/BENCHMARKS.md: K and V of every context token, q, out, the table entries used, the lengths.
   const std::uint64_t kv = (37 + 0 + 1 + 15 + 16 + 17) * 2 * 64 * 2 * 4;
   const std::uint64_t q_and_out = 2 * 6 * 4 * 64 * 4;
   const std::uint64_t tables = 4 * (3 + 0 + 1 + 1 + 1 + 2);

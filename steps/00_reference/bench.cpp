@@ -2,7 +2,7 @@
 //
 // The oracle is a correctness tool, not a contender: it reads every element through the
 // block table one at a time and computes in double. What matters here is that it stays fast
-// enough for the tests and the tour (BENCHMARKS.md, "CPU side"). The plain float loop runs
+// enough for the tests and the tour (docs/design/BENCHMARKS.md, "CPU side"). The plain float loop runs
 // alongside for scale. Counter: tokens/s, context tokens (the sum of context_lens over the
 // batch) per second; every query head attends to each of them.
 //

@@ -6,7 +6,7 @@
 // 2. the dense oracle (reference::dense_attention): the same math on K/V gathered into
 //    contiguous rows, so paging itself is checked (the two must agree to 1e-12);
 // 3. the plainest float loop (reference::plain_float_attention): the precision a kernel works
-//    in; its error against the oracle is the yardstick of CORRECTNESS.md (a kernel may be at
+//    in; its error against the oracle is the yardstick of docs/design/CORRECTNESS.md (a kernel may be at
 //    most 3x worse), and it must pass the storage type's tolerance.
 //
 // Run:  step00_reference                      MHA, GQA and MQA on a small seeded batch
