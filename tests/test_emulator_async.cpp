@@ -213,29 +213,27 @@ TEST_CASE("emulator async copies: a ring of stages with the right wait adds up e
     for (int tile = 0; tile < kTiles; ++tile) sum += input[(tile * kThreads + t) * 4 + e];
     return sum;
   };
-  SECTION("async_wait<1>: the tile's group is the oldest but one in flight") {
-    std::vector<float> output(kThreads * 4, -7.0f);
-    launch_kernel("ring_sum", ring_sum<1>, dim3(1), dim3(kThreads), shared, nullptr,
+  std::vector<float> output(kThreads * 4, -7.0f);
+  // Runs the ring with the given kernel (its async_wait count) over the same input and output.
+  auto run = [&](auto kernel) {
+    launch_kernel("ring_sum", kernel, dim3(1), dim3(kThreads), shared, nullptr,
                   gspan<const float>(input.data(), kTiles * kThreads * 4, "input"),
                   gspan<float>(output.data(), kThreads * 4, "output"), kTiles);
+  };
+  auto require_sums = [&] {
     for (int t = 0; t < kThreads; ++t)
       for (int e = 0; e < 4; ++e) CHECK(output[t * 4 + e] == expected(t, e));
+  };
+  SECTION("async_wait<1>: the tile's group is the oldest but one in flight") {
+    run(ring_sum<1>);
+    require_sums();
   }
   SECTION("async_wait<0> waits for more than needed: still right") {
-    std::vector<float> output(kThreads * 4, -7.0f);
-    launch_kernel("ring_sum", ring_sum<0>, dim3(1), dim3(kThreads), shared, nullptr,
-                  gspan<const float>(input.data(), kTiles * kThreads * 4, "input"),
-                  gspan<float>(output.data(), kThreads * 4, "output"), kTiles);
-    for (int t = 0; t < kThreads; ++t)
-      for (int e = 0; e < 4; ++e) CHECK(output[t * 4 + e] == expected(t, e));
+    run(ring_sum<0>);
+    require_sums();
   }
   SECTION("planted: async_wait<2> leaves the tile's own group in flight") {
-    std::vector<float> output(kThreads * 4, -7.0f);
-    auto launch = [&] {
-      launch_kernel("ring_sum", ring_sum<2>, dim3(1), dim3(kThreads), shared, nullptr,
-                    gspan<const float>(input.data(), kTiles * kThreads * 4, "input"),
-                    gspan<float>(output.data(), kThreads * 4, "output"), kTiles);
-    };
+    auto launch = [&] { run(ring_sum<2>); };
     PA_REQUIRE_THROWS_AS_WITH(launch(), pa::KernelError,
                               "kernel ring_sum, program (0,0,0), thread (0,0,0): read of shared ring[0] while an "
                               "asynchronous copy into it is still in flight (issued by thread (0,0,0) at ");
@@ -250,6 +248,11 @@ TEST_CASE("emulator async copies: planted missing waits", "[emulator][async][pla
   const std::vector<float> input = ramp(32 * 4);
   std::vector<float> output(32 * 4, 0.0f);
   const std::size_t shared = 32 * 4 * sizeof(float);
+  // One program of 32 threads (kernel(input, output)) over the same input and output.
+  auto run = [&](const char* name, auto kernel) {
+    launch_kernel(name, kernel, dim3(1), dim3(32), shared, nullptr, gspan<const float>(input.data(), 32 * 4, "input"),
+                  gspan<float>(output.data(), 32 * 4, "output"));
+  };
   SECTION("a thread reads its copy back without waiting for it") {
     auto launch = [&] {
       launch_kernel("forgotten_wait", forgotten_wait, dim3(3), dim3(32), shared, nullptr,
@@ -264,26 +267,22 @@ TEST_CASE("emulator async copies: planted missing waits", "[emulator][async][pla
   }
   SECTION("the read comes before the copy's group is committed (a plain read of shared[i])") {
     PA_REQUIRE_THROWS_AS_WITH(
-        launch_kernel("uncommitted_copy", uncommitted_copy, dim3(1), dim3(32), shared, nullptr,
-                      gspan<const float>(input.data(), 32 * 4, "input"), gspan<float>(output.data(), 32 * 4, "output")),
+        run("uncommitted_copy", uncommitted_copy),
         pa::KernelError,
         "thread (0,0,0): read of shared staged[1] while an asynchronous copy into it is still in flight (issued by "
         "thread (0,0,0) at ");
     PA_REQUIRE_THROWS_AS_WITH(
-        launch_kernel("uncommitted_copy", uncommitted_copy, dim3(1), dim3(32), shared, nullptr,
-                      gspan<const float>(input.data(), 32 * 4, "input"), gspan<float>(output.data(), 32 * 4, "output")),
+        run("uncommitted_copy", uncommitted_copy),
         pa::KernelError, "its group is not committed (async_commit)) at " + this_file_at(kUncommittedRead));
   }
   SECTION("a barrier does not land another thread's copies") {
     PA_REQUIRE_THROWS_AS_WITH(
-        launch_kernel("barrier_before_wait", barrier_before_wait, dim3(1), dim3(32), shared, nullptr,
-                      gspan<const float>(input.data(), 32 * 4, "input"), gspan<float>(output.data(), 32 * 4, "output")),
+        run("barrier_before_wait", barrier_before_wait),
         pa::KernelError,
         "thread (0,0,0): read of shared staged[4] while an asynchronous copy into it is still in flight (issued by "
         "thread (1,0,0) at ");
     PA_REQUIRE_THROWS_AS_WITH(
-        launch_kernel("barrier_before_wait", barrier_before_wait, dim3(1), dim3(32), shared, nullptr,
-                      gspan<const float>(input.data(), 32 * 4, "input"), gspan<float>(output.data(), 32 * 4, "output")),
+        run("barrier_before_wait", barrier_before_wait),
         pa::KernelError, this_file_at(kBarrierBeforeWaitRead));
   }
 }
