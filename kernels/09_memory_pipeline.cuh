@@ -572,7 +572,7 @@ inline constexpr int kMergeThreads = 512;
 
 // ----- host side -----------------------------------------------------------------------------
 inline constexpr const char* kName = "step09_memory_pipeline";
-inline constexpr int kDefaultThreads = 128;
+inline constexpr int kDefaultThreads = step05::kDefaultThreads;  ///< step 05's default, which check_warps checks
 /// Rounds of resident programs the split count aims for when the programs differ in length (or
 /// their lengths are unknown): many short programs let the SMs that finish early take more, so
 /// a long sequence does not run alone at the end.
@@ -593,9 +593,7 @@ inline constexpr WaveShape kWaveShape{kWaveWarps * 32, 1};
 /// wave program: at 16 warps an SM, 32 tokens for each of 64 thread groups.
 inline constexpr int kWaveMinTokens = 2048;
 
-inline int threads_of(const KernelOptions& options) {
-  return options.threads_per_block > 0 ? options.threads_per_block : kDefaultThreads;
-}
+using step05::threads_of;
 inline int tile_of(const KernelOptions& options) {
   return options.tile_tokens > 0 ? options.tile_tokens : kDefaultTileTokens;
 }
