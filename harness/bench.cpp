@@ -6,6 +6,9 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "harness/harness.h"
@@ -22,18 +25,74 @@ bool gpu_here() { return cuda_built() && gpu::available(); }
 /// The context-length sweep: gqa-batch's head layout (32/8, dim 128, bf16, page 16) with 16
 /// sequences of one length each, named "sweep-<context>".
 const std::vector<int> kSweepContexts = {512, 1024, 2048, 4096, 8192, 16384, 32768};
+
+/// The shape sweeps of docs/design/BENCHMARKS.md, on gqa-batch's sequences (64 of 8192 tokens
+/// over 8 KV heads, bf16, page 16):
+///  - "group-<g>": 8·g query heads (group size g), head dim 128;
+///  - "head-dim-<d>": 32 query heads (group size 4), head dim d.
+/// g = 4 and d = 128 are gqa-batch itself: they are not timed again, and scripts/results_lib.py
+/// reads those points from each step's gqa-batch row.
+const std::vector<int> kSweepGroups = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32};
+const std::vector<int> kSweepHeadDims = {64, 80, 96, 112, 128, 256};
+/// The shape sweeps are recorded from step 08 on: the first kernel that reads each KV head's K
+/// and V once for its whole query-head group, so its speed should not depend on the group size.
+/// Earlier steps read them once per query head, and their rows would only repeat that.
+constexpr int kFirstShapeSweepStep = 8;
+
+/// The number after \p prefix in \p name (12 for "group-12" and "group-"), or 0 when the rest
+/// of \p name is not a number of at most six digits.
+int number_after(const std::string& name, std::string_view prefix) {
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0)
+    return 0;
+  const auto digits = std::string_view(name).substr(prefix.size());
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return 0;
+  return std::stoi(std::string(digits));
+}
+
+/// gqa-batch under another name (each variant below changes one thing of it).
+WorkloadSpec gqa_batch_as(const std::string& name) {
+  WorkloadSpec spec = named_spec("gqa-batch");
+  spec.name = name;
+  return spec;
+}
+
 WorkloadSpec spec_of(const std::string& name) {
   if (name == "gqa-batch-nhd") {  // the layout comparison of step 05's page: token-major pages
-    WorkloadSpec spec = named_spec("gqa-batch");
-    spec.name = name;
+    WorkloadSpec spec = gqa_batch_as(name);
     spec.layout = LayoutKind::nhd;
     return spec;
   }
-  if (name.rfind("sweep-", 0) != 0) return named_spec(name);
-  WorkloadSpec spec = named_spec("gqa-batch");
-  spec.name = name;
-  spec.context_lens.assign(16, std::stoi(name.substr(6)));
-  return spec;
+  if (const int context = number_after(name, "sweep-")) {
+    WorkloadSpec spec = gqa_batch_as(name);
+    spec.context_lens.assign(16, context);
+    return spec;
+  }
+  if (const int group = number_after(name, "group-")) {
+    WorkloadSpec spec = gqa_batch_as(name);
+    spec.num_q_heads = spec.num_kv_heads * group;
+    return spec;
+  }
+  if (const int head_dim = number_after(name, "head-dim-")) {
+    WorkloadSpec spec = gqa_batch_as(name);
+    spec.head_dim = head_dim;
+    return spec;
+  }
+  return named_spec(name);
+}
+
+/// The shape sweeps' workloads that are timed, group sizes first (every point but gqa-batch's).
+std::vector<std::string> shape_sweep_workloads() {
+  const WorkloadSpec gqa = named_spec("gqa-batch");
+  std::vector<std::string> names;
+  for (int group : kSweepGroups)
+    if (group * gqa.num_kv_heads != gqa.num_q_heads) names.push_back(cat("group-", group));
+  for (int head_dim : kSweepHeadDims)
+    if (head_dim != gqa.head_dim) names.push_back(cat("head-dim-", head_dim));
+  return names;
+}
+
+bool is_shape_sweep(const std::string& name) {
+  return number_after(name, "group-") > 0 || number_after(name, "head-dim-") > 0;
 }
 
 /// A workload, built once per process and kept on the host and the device.
@@ -42,14 +101,25 @@ struct Cached {
   std::unique_ptr<DeviceWorkload> device;
   OracleRows oracle;  // on sampled sequences, computed once for every step
 };
+/// The workload \p name, built on first use. The named workloads and the context sweep stay
+/// for the whole process (every step uses them: about 14 GB on the host and as much on the
+/// device). A shape sweep's point (1 to 4 GB of K/V) is used only by its own
+/// few rows, which register_shape_sweeps registers next to each other: it is dropped when the
+/// next point is built, so at most one is held at a time.
 Cached& cached(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Cached>> cache;
+  static std::string shape_point;  // the shape sweep's point held now ("" for none)
   auto& slot = cache[name];
   if (!slot) {
-    slot = std::make_unique<Cached>();
-    slot->host = make_workload(spec_of(name));
-    slot->device = std::make_unique<DeviceWorkload>(slot->host);
-    slot->oracle = oracle_rows(slot->host, sample_sequences(slot->host));
+    if (is_shape_sweep(name)) {
+      if (!shape_point.empty() && shape_point != name) cache.erase(shape_point);  // freed before the next is built
+      shape_point = name;
+    }
+    auto built = std::make_unique<Cached>();
+    built->host = make_workload(spec_of(name));
+    built->device = std::make_unique<DeviceWorkload>(built->host);
+    built->oracle = oracle_rows(built->host, sample_sequences(built->host));
+    slot = std::move(built);
   }
   return *slot;
 }
@@ -163,6 +233,16 @@ void traffic_benchmark(benchmark::State& state, int step, const std::string& nam
   state.counters["scale"] = factor;
 }
 
+/// Registers `bench_name`: \p step's CUDA kernel on \p workload, timed by gpu_benchmark.
+void register_gpu(const std::string& bench_name, int step, const std::string& workload, const KernelOptions& options) {
+  benchmark::RegisterBenchmark(bench_name.c_str(), [step, workload, options](benchmark::State& s) {
+    gpu_benchmark(s, step, workload, options);
+  })
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
+}
+
 }  // namespace
 
 void register_step(int step) {
@@ -171,22 +251,14 @@ void register_step(int step) {
     std::vector<std::string> workloads = named_workloads();
     workloads.push_back("gqa-batch-nhd");
     for (int context : kSweepContexts) workloads.push_back("sweep-" + std::to_string(context));
-    auto add = [&](const std::string& bench_name, const std::string& workload, const KernelOptions& options) {
-      benchmark::RegisterBenchmark(bench_name.c_str(), [step, workload, options](benchmark::State& s) {
-        gpu_benchmark(s, step, workload, options);
-      })
-          ->UseManualTime()
-          ->Iterations(1)
-          ->Unit(benchmark::kMillisecond);
-    };
-    for (const std::string& workload : workloads) add(name + "/gpu/" + workload, workload, {});
+    for (const std::string& workload : workloads) register_gpu(name + "/gpu/" + workload, step, workload, {});
     // A step with variants (its ablations) runs each on the named workloads:
     // `stepNN_name/gpu/<workload>/variant-V`.
     for (int variant = 1; variant <= kernel(step, Backend::cuda).variants; ++variant)
       for (const std::string& workload : named_workloads()) {
         KernelOptions options;
         options.variant = variant;
-        add(cat(name, "/gpu/", workload, "/variant-", variant), workload, options);
+        register_gpu(cat(name, "/gpu/", workload, "/variant-", variant), step, workload, options);
       }
   }
   benchmark::RegisterBenchmark((name + "/emulator/tour").c_str(),
@@ -197,6 +269,16 @@ void register_step(int step) {
                                  [step, workload](benchmark::State& s) { traffic_benchmark(s, step, workload); })
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
+}
+
+void register_shape_sweeps(const std::vector<int>& steps) {
+  if (!gpu_here()) return;
+  // Point by point, every step's row of a point next to each other: Google Benchmark runs them
+  // in this order, so each point is built once and dropped when the next is (cached()).
+  for (const std::string& workload : shape_sweep_workloads())
+    for (int step : steps)
+      if (step >= kFirstShapeSweepStep)
+        register_gpu(cat(kernel(step, Backend::emulator).name, "/gpu/", workload), step, workload, {});
 }
 
 void register_bare_reads() {

@@ -12,15 +12,29 @@
 ///    instead of `[page][head][slot][dim]`), the layout comparison of step 05's page.
 ///  - `stepNN_name/gpu/sweep-<context>`: the same for a context-length sweep (16 sequences of
 ///    gqa-batch's head layout, contexts 512 to 32768).
+///  - `stepNN_name/gpu/group-<g>` and `stepNN_name/gpu/head-dim-<d>` (register_shape_sweeps).
 ///  - `stepNN_name/emulator/tour`: the emulator on the tour workload (CPU time).
 ///  - `stepNN_name/traffic/<workload>`: the emulator's byte count on a miniature of each named
 ///    workload (same heads, dim, page; two sequences of at most 256 tokens), scaled to the
 ///    full workload's tokens: the step's predicted bytes, whose time at the roof is its floor.
 
+#include <vector>
+
 namespace pa::bench {
 
 /// Registers the benchmarks of kernel step \p step.
 void register_step(int step);
+
+/// Registers the shape sweeps of docs/design/BENCHMARKS.md for each of \p steps from step 08 on
+/// (the steps that read each KV head's K and V once for its query-head group), when a GPU is
+/// present; timed and checked like the named workloads. Both keep gqa-batch's sequences (64 of
+/// 8192 tokens, 8 KV heads, bf16, page 16) and change one thing of it:
+///  - `stepNN_name/gpu/group-<g>`: 8·g query heads, g = 1, 2, 3, 5, 6, 7, 8, 12, 16, 32;
+///  - `stepNN_name/gpu/head-dim-<d>`: head dim d, d = 64, 80, 96, 112, 256.
+/// g = 4 and d = 128 are gqa-batch, which register_step times already. Each point is
+/// registered for every step in turn, so it is built once and freed when the next is built:
+/// one point (1 to 4 GB of K/V) is held at a time, next to the named workloads.
+void register_shape_sweeps(const std::vector<int>& steps);
 
 /// Registers `bare_read/gpu/<workload>/once` and `.../per-query-head` for each named workload
 /// when a GPU is present: the workload's bytes read by a kernel that does nothing else, in the
@@ -36,8 +50,9 @@ int main(int argc, char** argv);
 }  // namespace pa::bench
 
 /// The whole of a kernel step's bench.cpp.
-#define PA_STEP_BENCHMARK_MAIN(step)         \
-  int main(int argc, char** argv) {          \
-    pa::bench::register_step(step);          \
-    return pa::bench::main(argc, argv);      \
+#define PA_STEP_BENCHMARK_MAIN(step)          \
+  int main(int argc, char** argv) {           \
+    pa::bench::register_step(step);           \
+    pa::bench::register_shape_sweeps({step}); \
+    return pa::bench::main(argc, argv);       \
   }
