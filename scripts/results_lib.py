@@ -41,6 +41,33 @@ NAMED_WORKLOADS = ["gqa-batch", "mha-batch", "long-single", "small-batch", "ragg
 LATER_WORKLOADS = ["gqa-batch-fp8"]
 SWEEP_PREFIX = "sweep-"
 
+
+@dataclass(frozen=True)
+class ShapeSweep:
+    """One shape sweep of docs/design/BENCHMARKS.md: `gqa-batch` with one thing changed,
+    recorded from step 08 on as `stepNN_x/gpu/<prefix><point>` (harness/bench.cpp)."""
+
+    title: str                # "group size"
+    prefix: str               # "group-"
+    symbol: str               # "g": the column headers read "g = 1", "2", ...
+    points: Tuple[int, ...]   # the points BENCHMARKS.md names, in order
+    gqa_batch_point: int      # the point that is gqa-batch itself: not timed again, read from its row
+    shape: str                # the heads at a point, for the table's caption
+
+
+GROUP_SWEEP = ShapeSweep("group size", "group-", "g", (1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32), 4,
+                         "8·g query heads over 8 KV heads, head dim 128")
+HEAD_DIM_SWEEP = ShapeSweep("head dim", "head-dim-", "d", (64, 80, 96, 112, 128, 256), 128,
+                            "32 query heads over 8 KV heads")
+SHAPE_SWEEPS = (GROUP_SWEEP, HEAD_DIM_SWEEP)
+FIRST_SHAPE_SWEEP_STEP = 8       # the first step whose kernel reads K and V once for the whole group
+SHAPE_SWEEP_TARGET_PCT = 85.0    # docs/design/BENCHMARKS.md: at every point, % of the datasheet
+
+
+def is_sweep_workload(workload: str) -> bool:
+    """A point of the context sweep or of a shape sweep, not a named workload."""
+    return any(workload.startswith(prefix) for prefix in (SWEEP_PREFIX,) + tuple(s.prefix for s in SHAPE_SWEEPS))
+
 KINDS = ("gpu", "traffic", "emulator")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _KERNEL_RE = re.compile(r"^step(\d+)_\w+$")
@@ -260,8 +287,8 @@ class Run:
         return sorted({key[3] for key in self.results if key[2] == kind})
 
     def named_workloads(self, kind: str = "gpu") -> List[str]:
-        """The named workloads (not the sweep) present, in the order of docs/design/BENCHMARKS.md."""
-        return order_workloads(w for w in self.workloads(kind) if not w.startswith(SWEEP_PREFIX))
+        """The named workloads (not the sweeps) present, in the order of docs/design/BENCHMARKS.md."""
+        return order_workloads(w for w in self.workloads(kind) if not is_sweep_workload(w))
 
     def sweep(self, kind: str = "gpu") -> List[Tuple[int, str]]:
         """(context, workload name) of the context sweep, shortest first."""
@@ -488,6 +515,58 @@ class Ladder:
         result = self.bare_read(workload, bare_pattern(step))
         return result.seconds if result is not None else None
 
+    # -- the shape sweeps ------------------------------------------------------------------------
+    def shape_sweep_steps(self) -> List[int]:
+        """The rungs the shape sweeps are recorded for: step 08 on."""
+        return [step for step in self.steps() if step >= FIRST_SHAPE_SWEEP_STEP] if self.gpu is not None else []
+
+    def has_shape_sweeps(self) -> bool:
+        """Whether the GPU run recorded any point of a shape sweep."""
+        return self.gpu is not None and any(w.startswith(sweep.prefix) for sweep in SHAPE_SWEEPS
+                                            for w in self.gpu.workloads("gpu"))
+
+    def shape_points(self, sweep: ShapeSweep) -> List[int]:
+        """\\p sweep's points: those BENCHMARKS.md names and any other the run recorded, in order."""
+        found = set()
+        for workload in self.gpu.workloads("gpu") if self.gpu is not None else []:
+            number = workload[len(sweep.prefix):]
+            if workload.startswith(sweep.prefix) and number.isdigit():
+                found.add(int(number))
+        return sorted(found | set(sweep.points))
+
+    def shape_result(self, step: int, sweep: ShapeSweep, point: int) -> Optional[Result]:
+        """\\p step's result at one point of \\p sweep; the point that is gqa-batch is its row."""
+        result = self.gpu_result(step, f"{sweep.prefix}{point}")
+        if result is None and point == sweep.gqa_batch_point:
+            result = self.gpu_result(step, "gqa-batch")
+        return result
+
+    def shape_series(self, step: int, sweep: ShapeSweep) -> List[Tuple[int, float]]:
+        """(point, % of the datasheet) at each point \\p step ran, for the plots."""
+        series = []
+        for point in self.shape_points(sweep):
+            result = self.shape_result(step, sweep, point)
+            pct = self.pct_datasheet(result) if result is not None and result.ok else None
+            if pct is not None:
+                series.append((point, pct))
+        return series
+
+    def pct_datasheet(self, result: Result) -> Optional[float]:
+        """\\p result's % of the datasheet bandwidth: its counter, or its GB/s over the run's datasheet."""
+        pct = result.counter("pct_datasheet")
+        gbps = result.counter("GB/s")
+        if pct is None and gbps is not None and self.gpu is not None and self.gpu.datasheet_gbps:
+            pct = 100.0 * gbps / self.gpu.datasheet_gbps
+        return pct
+
+    @property
+    def roof_pct_datasheet(self) -> Optional[float]:
+        """The roof measured in the run, as % of the datasheet bandwidth."""
+        gpu = self.gpu
+        if gpu is None or not gpu.roof_gbps or not gpu.datasheet_gbps:
+            return None
+        return 100.0 * gpu.roof_gbps / gpu.datasheet_gbps
+
     def speedup(self, step: int, workload: str) -> Tuple[Optional[float], Optional[int]]:
         """(time of the nearest earlier rung that ran the workload / this step's time, that rung)."""
         this = self.gpu_result(step, workload)
@@ -513,9 +592,7 @@ class Ladder:
             pct_roof = result.counter("pct_roof")
             if pct_roof is None and gbps is not None and self.gpu.roof_gbps:  # type: ignore[union-attr]
                 pct_roof = 100.0 * gbps / self.gpu.roof_gbps  # type: ignore[union-attr]
-            pct_datasheet = result.counter("pct_datasheet")
-            if pct_datasheet is None and gbps is not None and self.gpu.datasheet_gbps:  # type: ignore[union-attr]
-                pct_datasheet = 100.0 * gbps / self.gpu.datasheet_gbps  # type: ignore[union-attr]
+            pct_datasheet = self.pct_datasheet(result)
             ratio = result.seconds / floor if floor and result.seconds else None
             speedup, versus = self.speedup(step, workload)
             bare = self.bare_seconds(step, workload)
@@ -605,6 +682,11 @@ def fmt_ms(seconds: Optional[float]) -> str:
     return text
 
 
+def fmt_us(seconds: Optional[float]) -> str:
+    """Microseconds with 3 significant digits, as fmt_ms writes milliseconds (45.3, 504, 1390)."""
+    return fmt_ms(seconds * 1e3 if seconds is not None else None)
+
+
 def fmt_gbps(value: Optional[float]) -> str:
     return DASH if value is None else f"{value:.0f}"
 
@@ -652,6 +734,15 @@ def markdown_table(header: List[str], rows: List[List[str]], align: Optional[Lis
 # The generated regions
 
 
+def _result_cell(result: Optional[Result], text) -> str:
+    """A table cell: – for no result, refused or error for one that did not run, else text(result)."""
+    if result is None:
+        return DASH
+    if not result.ok:
+        return "refused" if result.refused else "error"
+    return text(result)
+
+
 def ladder_table(ladder: Ladder) -> str:
     """README.md: rows = rungs, columns = named workloads, cells = GB/s (% of datasheet)."""
     workloads = ladder.named_workloads()
@@ -659,15 +750,8 @@ def ladder_table(ladder: Ladder) -> str:
     for step in ladder.steps():
         cells = [f"{step:02d}", _code(ladder.kernel_name(step))]
         for workload in workloads:
-            result = ladder.gpu_result(step, workload)
-            if result is None:
-                cells.append(DASH)
-            elif result.refused:
-                cells.append("refused")
-            elif not result.ok:
-                cells.append("error")
-            else:
-                cells.append(f"{fmt_gbps(result.counter('GB/s'))} ({fmt_pct(result.counter('pct_datasheet'))})")
+            cells.append(_result_cell(ladder.gpu_result(step, workload),
+                                      lambda r: f"{fmt_gbps(r.counter('GB/s'))} ({fmt_pct(r.counter('pct_datasheet'))})"))
         rows.append(cells)
     header = ["#", "step"] + [_code(w) for w in workloads]
     return markdown_table(header, rows, ["---", "---"] + ["--:"] * len(workloads))
@@ -899,6 +983,53 @@ def baseline_region(ladder: Ladder, step: int) -> str:
         f"{fmt_gbps(baseline.roof_gbps)} GB/s); ratio = this step's time / the baseline's.", "", compared, ""])
 
 
+SWEEPS_BEGIN = "<!-- sweeps:begin -->"
+SWEEPS_END = "<!-- sweeps:end -->"
+
+
+def shape_sweep_table(ladder: Ladder, sweep: ShapeSweep) -> str:
+    """Rows = the rungs from step 08 on, columns = \\p sweep's points, cells = % of the datasheet
+    bandwidth (median µs); – where the run has no row for that point."""
+    points = ladder.shape_points(sweep)
+    rows = []
+    for step in ladder.shape_sweep_steps():
+        cells = [f"{step:02d}", _code(ladder.kernel_name(step))]
+        for point in points:
+            cells.append(_result_cell(ladder.shape_result(step, sweep, point),
+                                      lambda r: f"{fmt_pct(ladder.pct_datasheet(r))} ({fmt_us(r.seconds)})"))
+        rows.append(cells)
+    header = ["#", "step"] + [f"{sweep.symbol} = {point}" if i == 0 else str(point) for i, point in enumerate(points)]
+    return markdown_table(header, rows, ["---", "---"] + ["--:"] * len(points))
+
+
+def sweeps_region(ladder: Ladder) -> str:
+    """The text between `<!-- sweeps:begin -->` and `<!-- sweeps:end -->`: the shape sweeps of
+    docs/design/BENCHMARKS.md (group size, head dim), one table each, every rung from step 08 on.
+
+    A page asks for it by holding the two markers (README.md and any steps/NN_name/README.md,
+    step 10's included); `scripts/results` fills every such region with the same text, and
+    without sweep rows in the newest GPU run it says so."""
+    if ladder.gpu is None:
+        return NO_GPU_RESULTS
+    if not ladder.has_shape_sweeps():
+        return (f"No shape-sweep rows (`group-<g>`, `head-dim-<d>`) in {_code(ladder.source_path(ladder.gpu))}: "
+                "they are not recorded yet. The next `scripts/gpu-bench` run records them for every rung from "
+                f"step {FIRST_SHAPE_SWEEP_STEP:02d} on.")
+    lines = [f"**{ladder.stamp_line()}**", ""]
+    for sweep in SHAPE_SWEEPS:
+        lines += [f"{sweep.title[0].upper()}{sweep.title[1:]} {sweep.symbol} ({sweep.shape}; 64 sequences of 8192 "
+                  "tokens as in `gqa-batch`):", "", shape_sweep_table(ladder, sweep), ""]
+    roof = ladder.roof_pct_datasheet
+    legend = ("Each cell: % of the datasheet bandwidth (median µs). The target is "
+              f"≥ {SHAPE_SWEEP_TARGET_PCT:.0f}% at every point (docs/design/BENCHMARKS.md)")
+    if roof is not None:
+        legend += f"; the roof measured in the same run is {fmt_pct(roof)}"
+    legend += (f". g = {GROUP_SWEEP.gqa_batch_point} and d = {HEAD_DIM_SWEEP.gqa_batch_point} are `gqa-batch` "
+               "itself: its row, not timed again; – where the run has no row for the point. " + _method_line(ladder))
+    lines += [legend, _source_line(ladder), ""]
+    return "\n".join(lines)
+
+
 def is_ladder_step(step_dir: Path) -> bool:
     """A step whose benchmark is the shared ladder one (bench.cpp is PA_STEP_BENCHMARK_MAIN)."""
     bench = Path(step_dir) / "bench.cpp"
@@ -919,26 +1050,38 @@ def replace_regions(text: str, content: str, begin: str = BEGIN_MARKER, end: str
     return pattern.sub(lambda _m: begin + body + end, text)
 
 
+def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
+                  step_dir: Optional[Path] = None) -> str:
+    """\\p text with each kind of generated region it has rewritten: the results (the ladder table
+    on README.md, \\p step's table on its page), and on a step page its ablation and baseline;
+    the shape sweeps on either."""
+    new = text
+    if BEGIN_MARKER in text:
+        new = replace_regions(new, readme_region(ladder) if step is None else step_region(ladder, step, step_dir))
+    if step is not None and ABLATION_BEGIN in text:
+        new = replace_regions(new, ablation_region(ladder, step), ABLATION_BEGIN, ABLATION_END)
+    if step is not None and BASELINE_BEGIN in text:
+        new = replace_regions(new, baseline_region(ladder, step), BASELINE_BEGIN, BASELINE_END)
+    if SWEEPS_BEGIN in text:
+        new = replace_regions(new, sweeps_region(ladder), SWEEPS_BEGIN, SWEEPS_END)
+    return new
+
+
 def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
     """(file, its new text) for README.md and every steps/NN_name/README.md with markers."""
     out = []
     readme = ladder.root / "README.md"
     if readme.is_file():
         text = readme.read_text(encoding="utf-8")
-        if BEGIN_MARKER in text:
-            out.append((readme, replace_regions(text, readme_region(ladder))))
+        new = _page_regions(ladder, text)
+        if new is not text:
+            out.append((readme, new))
     for page in sorted((ladder.root / "steps").glob("*/README.md")):
         match = _STEP_DIR_RE.match(page.parent.name)
         if not match:
             continue
         text = page.read_text(encoding="utf-8")
-        new = text
-        if BEGIN_MARKER in text:
-            new = replace_regions(new, step_region(ladder, int(match.group(1)), page.parent))
-        if ABLATION_BEGIN in text:
-            new = replace_regions(new, ablation_region(ladder, int(match.group(1))), ABLATION_BEGIN, ABLATION_END)
-        if BASELINE_BEGIN in text:
-            new = replace_regions(new, baseline_region(ladder, int(match.group(1))), BASELINE_BEGIN, BASELINE_END)
+        new = _page_regions(ladder, text, int(match.group(1)), page.parent)
         if new is not text:
             out.append((page, new))
     return out

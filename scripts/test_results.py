@@ -21,7 +21,8 @@ from test_ladder import LadderTest, RepositoryLadderTest  # noqa: E402,F401  (th
 
 SCRIPT = SCRIPTS / "results"
 
-KERNELS = {2: "step02_pretend_programs", 3: "step03_naive_decode", 4: "step04_block_threads"}
+KERNELS = {2: "step02_pretend_programs", 3: "step03_naive_decode", 4: "step04_block_threads", 7: "step07_split_kv",
+           8: "step08_gqa_sharing", 9: "step09_memory_pipeline"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -412,6 +413,114 @@ class AblationTest(unittest.TestCase):
         self.assertIn("at revision old0001", text)
         self.assertIn("`step03_naive_decode` as it was", text)
         self.assertIn("No baseline recorded", rl.baseline_region(ladder, 2))
+
+
+def sweep_run():
+    """Steps 07-09 on gqa-batch (1.0, 0.6 and 0.5 ms) and a few points of the shape sweeps for 08
+    and 09 (step 07 records none): group-1, group-7 (refused by step 08), head-dim-256, and
+    group-64, a point docs/design/BENCHMARKS.md does not name."""
+    benches = [gpu_bench(7, "gqa-batch", 1.0, 2000.0), gpu_bench(8, "gqa-batch", 0.6, 3600.0),
+               gpu_bench(9, "gqa-batch", 0.5, 4320.0),
+               gpu_bench(8, "group-1", 0.7, 3120.0), refused_bench(8, "group-7", "refused: no kernel for group 7"),
+               gpu_bench(8, "head-dim-256", 1.5, 2880.0),
+               gpu_bench(9, "group-1", 0.55, 3960.0), gpu_bench(9, "group-7", 0.52, 4176.0),
+               gpu_bench(9, "head-dim-256", 1.0, 4320.0), gpu_bench(9, "group-64", 0.8, 2400.0)]
+    return {"context": gpu_context(), "benchmarks": benches}
+
+
+SWEEPS_PAGE = "# Step {nn}\n\n<!-- sweeps:begin -->\n(placeholder)\n<!-- sweeps:end -->\n\nAfter.\n"
+
+
+def sweeps_of(text):
+    start = text.index(rl.SWEEPS_BEGIN) + len(rl.SWEEPS_BEGIN)
+    return text[start:text.index(rl.SWEEPS_END)]
+
+
+class ShapeSweepTest(unittest.TestCase):
+    """The shape sweeps (`stepNN_x/gpu/group-<g>`, `.../head-dim-<d>`): one table each between the
+    sweeps markers, every rung from 08 on; g = 4 and d = 128 are read from the gqa-batch row."""
+
+    def setUp(self):
+        self.tree = Tree()
+        self.path = self.tree.write("h200.json", sweep_run())
+        self.ladder = rl.load(self.tree.root)
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_sweep_points_are_not_named_workloads(self):
+        self.assertEqual(self.ladder.named_workloads(), ["gqa-batch"])
+        self.assertEqual(table_rows(rl.ladder_table(self.ladder))[0], ["#", "step", "`gqa-batch`"])
+        self.assertEqual([row.workload for row in self.ladder.step_rows(9)], ["gqa-batch"])
+        self.assertEqual(self.ladder.gpu.sweep(), [])  # nor points of the context sweep
+        self.assertTrue(self.ladder.has_shape_sweeps())
+
+    def test_group_table(self):
+        rows = table_rows(rl.shape_sweep_table(self.ladder, rl.GROUP_SWEEP))
+        self.assertEqual(rows[0], ["#", "step", "g = 1", "2", "3", "4", "5", "6", "7", "8", "12", "16", "32", "64"])
+        self.assertEqual([row[0] for row in rows[1:]], ["08", "09"])  # step 07 has no row
+        step08, step09 = rows[1], rows[2]
+        self.assertEqual(step08[1], "`step08_gqa_sharing`")
+        self.assertEqual(step08[2], "65.0% (700)")  # 3120 / 4800 GB/s, 0.7 ms
+        self.assertEqual(step08[3], rl.DASH)       # not recorded
+        self.assertEqual(step08[5], "75.0% (600)")  # g = 4: gqa-batch's row
+        self.assertEqual(step08[8], "refused")
+        self.assertEqual(step08[-1], rl.DASH)
+        self.assertEqual(step09[8], "87.0% (520)")
+        self.assertEqual(step09[-1], "50.0% (800)")  # a point beyond BENCHMARKS.md's gets a column
+
+    def test_head_dim_table(self):
+        rows = table_rows(rl.shape_sweep_table(self.ladder, rl.HEAD_DIM_SWEEP))
+        self.assertEqual(rows[0], ["#", "step", "d = 64", "80", "96", "112", "128", "256"])
+        self.assertEqual(rows[1][2:], [rl.DASH] * 4 + ["75.0% (600)", "60.0% (1500)"])
+        self.assertEqual(rows[2][2:], [rl.DASH] * 4 + ["90.0% (500)", "90.0% (1000)"])
+
+    def test_series_for_the_plots(self):
+        self.assertEqual(self.ladder.shape_series(8, rl.GROUP_SWEEP), [(1, 65.0), (4, 75.0)])
+        self.assertEqual(self.ladder.shape_series(9, rl.HEAD_DIM_SWEEP), [(128, 90.0), (256, 90.0)])
+        self.assertEqual(self.ladder.shape_sweep_steps(), [8, 9])
+        self.assertAlmostEqual(self.ladder.roof_pct_datasheet, 100 * 4570.3 / 4800.0)
+
+    def test_region(self):
+        text = rl.sweeps_region(self.ladder)
+        self.assertTrue(text.startswith("**NVIDIA H200 · roof 4570 GB/s (measured)"))
+        self.assertIn("Group size g (8·g query heads over 8 KV heads, head dim 128;", text)
+        self.assertIn("Head dim d (32 query heads over 8 KV heads;", text)
+        self.assertIn("| 09 | `step09_memory_pipeline` | 82.5% (550) |", text)
+        self.assertIn("The target is ≥ 85% at every point", text)
+        self.assertIn("the roof measured in the same run is 95.2%", text)
+        self.assertIn("g = 4 and d = 128 are `gqa-batch` itself", text)
+        self.assertIn("`docs/results/h200.json`", text)
+
+    def test_without_sweep_rows_the_region_says_so(self):
+        ladder = rl.load(self.tree.root, gpu_path=self.tree.write("plain.json", gpu_run()))
+        self.assertFalse(ladder.has_shape_sweeps())
+        text = rl.sweeps_region(ladder)
+        self.assertIn("No shape-sweep rows (`group-<g>`, `head-dim-<d>`) in `docs/results/plain.json`", text)
+        self.assertIn("not recorded yet", text)
+        self.assertNotIn("|", text)
+        self.path.unlink()
+        (self.tree.results / "plain.json").unlink()
+        self.assertEqual(rl.sweeps_region(rl.load(self.tree.root)), rl.NO_GPU_RESULTS)
+
+    def test_script_fills_every_page_with_markers(self):
+        page = self.tree.root / "steps" / "08_gqa_sharing"
+        page.mkdir(parents=True)
+        (page / "README.md").write_text(SWEEPS_PAGE.format(nn="08"), encoding="utf-8")
+        readme = self.tree.root / "README.md"
+        readme.write_text(README + "\n<!-- sweeps:begin -->\n<!-- sweeps:end -->\n", encoding="utf-8")
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        for text in (self.tree.text("steps/08_gqa_sharing/README.md"), self.tree.text("README.md")):
+            self.assertIn("| 08 | `step08_gqa_sharing` | 65.0% (700) |", sweeps_of(text))
+        self.assertTrue(self.tree.text("steps/08_gqa_sharing/README.md").endswith("<!-- sweeps:end -->\n\nAfter.\n"))
+        self.assertIn("| 09 | `step09_memory_pipeline` |", region(self.tree.text("README.md")))  # the results region too
+        check = self.tree.run_script("--check")
+        self.assertEqual(check.returncode, 0, check.stderr)
+        # A newer run without sweep rows: the regions say so.
+        self.tree.write("newer.json", gpu_run(date="2026-12-02T10:00:00+00:00"))
+        self.assertEqual(self.tree.run_script("--check").returncode, 1)
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        self.assertIn("not recorded yet", sweeps_of(self.tree.text("steps/08_gqa_sharing/README.md")))
 
 
 class ScriptTest(unittest.TestCase):
