@@ -29,6 +29,8 @@ struct Thread {
   int width = 32;
   std::uint64_t payload = 0;
   std::uint64_t result = 0;
+  WarpCombine combine = nullptr;  // Collective::combine: the operation, and its name for messages
+  const char* op_name = "";
   std::uint32_t groups_committed = 0;  // async_commit() calls so far: the open group's number
   bool waited_for_previous = false;    // has called wait_for_previous_kernel()
 };
@@ -196,8 +198,14 @@ const char* collective_name(Collective kind) {
     case Collective::shfl_up: return "__shfl_up_sync";
     case Collective::shfl_idx: return "__shfl_sync";
     case Collective::ballot: return "__ballot_sync";
+    case Collective::combine: return "a warp-wide matrix instruction";
   }
   return "?";
+}
+
+/// What a thread waits at, for messages: the collective, or the matrix instruction's own name.
+const char* collective_label(const Thread& t) {
+  return t.kind == Collective::combine ? t.op_name : collective_name(t.kind);
 }
 
 std::string hex(unsigned mask) {
@@ -224,32 +232,45 @@ bool resolve_warps(Program& prog) {
       rt.current = &t;
       const unsigned mask = t.mask;
       if (!(mask >> lane & 1u))
-        fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(mask),
+        fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
                   ", which does not include the calling lane ", lane));
       if (lanes_here < 32 && (mask >> lanes_here) != 0)
-        fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(mask),
+        fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
                   " names lanes beyond the ", lanes_here, " threads of this warp"));
       bool complete = true;
       for (int other = 0; other < lanes_here; ++other) {
         if (!(mask >> other & 1u)) continue;
         const Thread& o = prog.threads[first + other];
         if (o.state == ThreadState::exited)
-          fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(mask),
+          fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
                     " waits for lane ", other, ", which has exited"));
         if (o.state == ThreadState::at_barrier)
-          fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(mask),
+          fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
                     " waits for lane ", other, ", which waits at __syncthreads at ",
                     where_str(o.where), " (deadlock)"));
         if (o.state != ThreadState::at_collective) {
           complete = false;
           continue;
         }
-        if (o.kind != t.kind || o.mask != mask)
-          fault(cat("lane ", lane, " calls ", collective_name(t.kind), " at ", where_str(t.where),
-                    " with mask ", hex(mask), " but lane ", other, " calls ", collective_name(o.kind),
+        if (o.kind != t.kind || o.mask != mask || o.combine != t.combine)
+          fault(cat("lane ", lane, " calls ", collective_label(t), " at ", where_str(t.where),
+                    " with mask ", hex(mask), " but lane ", other, " calls ", collective_label(o),
                     " at ", where_str(o.where), " with mask ", hex(o.mask)));
       }
       if (!complete) continue;
+      if (t.kind == Collective::combine) {  // a matrix instruction: one operation over every lane's operands
+        if (lanes_here < 32)
+          fault(cat(t.op_name, " at ", where_str(t.where), " needs a whole warp; this one has ", lanes_here, " threads"));
+        void* operands[32];
+        for (int other = 0; other < 32; ++other)
+          operands[other] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(prog.threads[first + other].payload));
+        t.combine(operands);
+        for (int other = 0; other < 32; ++other) prog.threads[first + other].state = ThreadState::runnable;
+        ++prog.warp_epochs[warp];
+        ++rt.totals.warp_collectives;
+        released = true;
+        continue;
+      }
       // Every named lane is here: exchange.
       std::uint64_t ballot = 0;
       for (int other = 0; other < lanes_here; ++other)
@@ -264,6 +285,7 @@ bool resolve_warps(Program& prog) {
         switch (m.kind) {
           case Collective::syncwarp: break;
           case Collective::ballot: break;
+          case Collective::combine: break;  // handled above
           case Collective::shfl_xor: {
             const int s = member ^ m.param;
             if (s >= base && s < base + width) source = s;
@@ -281,7 +303,7 @@ bool resolve_warps(Program& prog) {
           m.result = ballot;
         } else {
           if (source >= lanes_here || !(mask >> source & 1u))
-            fault(cat(collective_name(m.kind), " at ", where_str(m.where), " with mask ", hex(mask),
+            fault(cat(collective_label(m), " at ", where_str(m.where), " with mask ", hex(mask),
                       ": lane ", member, " reads lane ", source,
                       ", which is not in the mask (its value is undefined on a GPU)"));
           m.result = prog.threads[first + source].payload;
@@ -312,7 +334,7 @@ bool resolve_barrier(Program& prog) {
     const Thread& other = prog.threads[elsewhere.front()];
     fault(cat("deadlock: threads ", lanes_str(at_barrier), " wait at __syncthreads at ",
               where_str(first.where), " while threads ", lanes_str(elsewhere), " wait at ",
-              collective_name(other.kind), " at ", where_str(other.where)));
+              collective_label(other), " at ", where_str(other.where)));
   }
   if (!exited.empty())
     fault(cat("divergent barrier: threads ", lanes_str(exited),
@@ -410,7 +432,7 @@ void run_program(Program& prog, const std::function<void()>& body) {
     for (Thread& t : prog.threads) {
       if (t.state == ThreadState::at_collective) {
         rt.current = &t;
-        fault(cat(collective_name(t.kind), " at ", where_str(t.where), " with mask ", hex(t.mask),
+        fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(t.mask),
                   " can never complete"));
       }
     }
@@ -558,6 +580,15 @@ std::uint64_t warp_exchange(Collective kind, unsigned mask, std::uint64_t payloa
   self.where = where;
   yield_to_scheduler();
   return self.result;
+}
+
+void warp_combine(const char* name, WarpCombine combine, void* operands, std::source_location where) {
+  program();
+  Thread& self = *rt.current;
+  self.combine = combine;
+  self.op_name = name;
+  warp_exchange(Collective::combine, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(operands)), 0,
+                32, where);
 }
 
 void syncwarp(unsigned mask, std::source_location where) {

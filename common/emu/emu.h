@@ -83,7 +83,7 @@ void syncwarp(unsigned mask, std::source_location where = std::source_location::
 void wait_for_previous_kernel();
 
 /// Which warp collective a thread waits at.
-enum class Collective : std::uint8_t { syncwarp, shfl_xor, shfl_down, shfl_up, shfl_idx, ballot };
+enum class Collective : std::uint8_t { syncwarp, shfl_xor, shfl_down, shfl_up, shfl_idx, ballot, combine };
 
 /// The core of every warp collective: posts this lane's 8-byte payload and returns the payload
 /// of the lane it reads (for ballot, the bits of every voting lane).
@@ -101,6 +101,19 @@ T shuffle(Collective kind, unsigned mask, T value, int param, int width, std::so
   std::memcpy(&out, &result, sizeof(T));
   return out;
 }
+
+/// A warp-wide operation over every lane's operands at once: called with the 32 lanes' operand
+/// pointers in lane order, it reads each lane's inputs and writes each lane's results.
+using WarpCombine = void (*)(void* const* lanes);
+
+/// A warp-wide matrix instruction (mma, ldmatrix): each of the 32 lanes posts a pointer to its
+/// operands; once every lane of the warp has arrived at the same instruction, \p combine runs
+/// once over all 32 and every lane goes on with its results. Like `mma.sync.aligned`, it needs
+/// the whole warp; a lane that calls another instruction, or has exited, is a fault naming
+/// \p name and \p where. Orders shared-memory accesses between the warp's lanes, as a
+/// collective does.
+void warp_combine(const char* name, WarpCombine combine, void* operands,
+                  std::source_location where = std::source_location::current());
 
 // ----- global memory --------------------------------------------------------------------------
 /// Index of a named tensor in the traffic counters (registered on first use of the name).

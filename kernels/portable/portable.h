@@ -443,6 +443,184 @@ __device__ __forceinline__ Vec<T, N> load_shared_vec(Shared src, int at PA_CALLE
   return load_shared_vec<T, N>(shared_slot(src, at) PA_PASS_WHERE);
 }
 
+// ----- tensor cores ------------------------------------------------------------------------
+// A warp multiplies small matrices in one instruction: mma m16n8k16 computes D = A·B + C for a
+// 16x16 A and a 16x8 B of 16-bit floats (bf16 or f16) with 32-bit accumulators C and D. No lane
+// holds a whole matrix: each holds a fixed piece of each, its *fragment*, in registers; a
+// 32-bit register holds two 16-bit elements, the lower index in the low half. The functions in
+// mma_layout say which lane holds which element (the PTX ISA's figures for m16n8k16 and
+// ldmatrix, as code). Under nvcc `mma` and `ldmatrix` are the instructions; the emulator
+// gathers the 32 lanes' fragments into whole matrices by the same functions, multiplies, and
+// hands each lane its piece, so a kernel that puts an element in the wrong place gets wrong
+// numbers in both. Both are warp-wide: every lane of the warp must call them together.
+
+/// Which lane holds which element of an m16n8k16 fragment, and of an ldmatrix result. `g` is a
+/// lane's group of four (lane / 4, 0-7), `t` its place in the group (lane % 4, 0-3).
+namespace mma_layout {
+/// A (16 x 16, row-major): register r (0-3) holds elements (a_row, a_col) and (a_row, a_col + 1).
+__host__ __device__ constexpr int a_row(int lane, int r) { return lane / 4 + 8 * (r % 2); }
+__host__ __device__ constexpr int a_col(int lane, int r) { return 2 * (lane % 4) + 8 * (r / 2); }
+/// B (16 x 8, k x n, "col": each column's k elements are contiguous): register r (0-1) holds
+/// elements (b_row, b_col) and (b_row + 1, b_col).
+__host__ __device__ constexpr int b_row(int lane, int r) { return 2 * (lane % 4) + 8 * r; }
+__host__ __device__ constexpr int b_col(int lane) { return lane / 4; }
+/// C and D (16 x 8 floats): element e (0-3) is (c_row, c_col).
+__host__ __device__ constexpr int c_row(int lane, int e) { return lane / 4 + 8 * (e / 2); }
+__host__ __device__ constexpr int c_col(int lane, int e) { return 2 * (lane % 4) + e % 2; }
+/// ldmatrix .x4: lanes 8j .. 8j+7 give the addresses of rows 0-7 of matrix j (8 x 8 16-bit
+/// elements, a row is 16 contiguous bytes); register j of each lane receives elements
+/// (ld_row, ld_col) and (ld_row, ld_col + 1) of matrix j, or with .trans (ld_col, ld_row) and
+/// (ld_col + 1, ld_row): the transpose.
+__host__ __device__ constexpr int ld_row(int lane) { return lane / 4; }
+__host__ __device__ constexpr int ld_col(int lane) { return 2 * (lane % 4); }
+}  // namespace mma_layout
+
+/// Two floats as one register of two 16-bit T (bf16 or f16), rounded to nearest; \p lo in the
+/// low half.
+template <class T>
+__device__ __forceinline__ unsigned pack_pair(float lo, float hi) {
+#if defined(__CUDACC__)
+  unsigned out;
+  if constexpr (std::is_same_v<T, bf16>) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+    memcpy(&out, &pair, 4);
+  } else {
+    const __half2 pair = __floats2half2_rn(lo, hi);
+    memcpy(&out, &pair, 4);
+  }
+  return out;
+#else
+  return unsigned{from_float<T>(lo).bits} | unsigned{from_float<T>(hi).bits} << 16;
+#endif
+}
+
+/// The two T of one register as floats (exact).
+template <class T>
+__device__ __forceinline__ void unpack_pair(unsigned pair, float& lo, float& hi) {
+  T halves[2];
+  memcpy(halves, &pair, 4);
+  lo = to_float(halves[0]);
+  hi = to_float(halves[1]);
+}
+
+/// Elements [index, index + 2) of \p span as one register (a 4-byte load; index even).
+template <class T>
+__device__ __forceinline__ unsigned load_pair(const gspan<T>& span, std::int64_t index) {
+  const auto pair = load_vec<2>(span, index);
+  unsigned out;
+  memcpy(&out, pair.v, 4);
+  return out;
+}
+
+#if !defined(__CUDACC__)
+namespace emu_matrix {
+/// One lane's operands of an mma, as the emulator's warp_combine sees them.
+struct MmaOperands {
+  unsigned a[4];
+  unsigned b[2];
+  float c[4];
+  float d[4];
+};
+/// D = A·B + C for the whole warp: the fragments gathered into matrices by mma_layout, the
+/// products summed in double (exact for 16-bit inputs) and rounded once to float. The GPU's
+/// tensor cores sum in their own order with at least fp32 precision; the two agree to the
+/// last bits, well inside every tolerance of the tests.
+template <class T>
+void mma_combine(void* const* lanes) {
+  using namespace mma_layout;
+  float a[16][16], b[16][8], c[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const auto& in = *static_cast<const MmaOperands*>(lanes[lane]);
+    for (int r = 0; r < 4; ++r) unpack_pair<T>(in.a[r], a[a_row(lane, r)][a_col(lane, r)], a[a_row(lane, r)][a_col(lane, r) + 1]);
+    for (int r = 0; r < 2; ++r) unpack_pair<T>(in.b[r], b[b_row(lane, r)][b_col(lane)], b[b_row(lane, r) + 1][b_col(lane)]);
+    for (int e = 0; e < 4; ++e) c[c_row(lane, e)][c_col(lane, e)] = in.c[e];
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    auto& out = *static_cast<MmaOperands*>(lanes[lane]);
+    for (int e = 0; e < 4; ++e) {
+      double sum = c[c_row(lane, e)][c_col(lane, e)];
+      for (int k = 0; k < 16; ++k) sum += double{a[c_row(lane, e)][k]} * b[k][c_col(lane, e)];
+      out.d[e] = static_cast<float>(sum);
+    }
+  }
+}
+/// One lane's part of an ldmatrix .x4: the 16-byte row it read, and its four result registers.
+struct LdmatrixOperands {
+  std::uint16_t row[8];
+  unsigned out[4];
+};
+/// Hands each lane its elements of the four 8 x 8 matrices whose rows the lanes read.
+template <bool TRANS>
+void ldmatrix_combine(void* const* lanes) {
+  using namespace mma_layout;
+  auto element = [&](int matrix, int row, int col) {  // matrix j's rows came from lanes 8j .. 8j+7
+    return unsigned{static_cast<const LdmatrixOperands*>(lanes[8 * matrix + row])->row[col]};
+  };
+  for (int lane = 0; lane < 32; ++lane) {
+    auto& out = *static_cast<LdmatrixOperands*>(lanes[lane]);
+    for (int j = 0; j < 4; ++j) {
+      const int row = ld_row(lane), col = ld_col(lane);
+      out.out[j] = TRANS ? element(j, col, row) | element(j, col + 1, row) << 16
+                         : element(j, row, col) | element(j, row, col + 1) << 16;
+    }
+  }
+}
+}  // namespace emu_matrix
+#endif
+
+/// D += A·B for one m16n8k16 tile of the warp: \p a and \p b are this lane's fragments of 16-bit
+/// T (bf16 or f16), \p d its four fp32 accumulators (see mma_layout).
+template <class T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]
+                                                 PA_CALLER_WHERE) {
+  static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, f16>, "tensor cores take 16-bit inputs here");
+#if defined(__CUDACC__)
+  if constexpr (std::is_same_v<T, bf16>)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  emu_matrix::MmaOperands operands;
+  std::memcpy(operands.a, a, sizeof operands.a);
+  std::memcpy(operands.b, b, sizeof operands.b);
+  std::memcpy(operands.c, d, sizeof operands.c);
+  emu::warp_combine("mma_m16n8k16", &emu_matrix::mma_combine<T>, &operands, where);
+  std::memcpy(d, operands.d, sizeof operands.d);
+#endif
+}
+
+/// ldmatrix .x4 (TRANS: .x4.trans): this lane gives the address of one row of 16 bytes, \p row
+/// (lane 8j + i: row i of matrix j), and receives register j of each of the four matrices (see
+/// mma_layout). Reads shared memory written by other lanes: order it after their writes (a
+/// barrier, or async_wait and then a barrier for copies).
+template <bool TRANS, class Shared>
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&out)[4], SharedSlot<Shared> row PA_CALLER_WHERE) {
+#if defined(__CUDACC__)
+  if constexpr (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(out[0]), "=r"(out[1]), "=r"(out[2]), "=r"(out[3])
+                 : "r"(row.address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(out[0]), "=r"(out[1]), "=r"(out[2]), "=r"(out[3])
+                 : "r"(row.address));
+#else
+  using Element = typename decltype(row.array)::value_type;
+  static_assert(16 % sizeof(Element) == 0, "shared memory addressed in elements of at most 16 bytes");
+  Element words[16 / sizeof(Element)];
+  row.array.load(row.at, static_cast<int>(16 / sizeof(Element)), words, where);  // this lane's row, checked
+  emu_matrix::LdmatrixOperands operands;
+  std::memcpy(operands.row, words, 16);
+  emu::warp_combine(TRANS ? "ldmatrix_x4 (.trans)" : "ldmatrix_x4", &emu_matrix::ldmatrix_combine<TRANS>, &operands,
+                    where);
+  std::memcpy(out, operands.out, sizeof operands.out);
+#endif
+}
+
 // ----- overlapped launches ----------------------------------------------------------------
 // A kernel launched with launch_kernel_overlapped() may start while the kernel before it in the
 // stream is still running (Hopper's programmatic dependent launch): its programs are placed on
