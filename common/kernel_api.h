@@ -120,6 +120,9 @@ struct KernelEntry {
   /// programs sharing a KV head are launched together); else the sequence comes first. Tools
   /// that name a program by (sequence, head, z), like `--trace`, use it to find the program.
   bool heads_first = false;
+  /// Whether it runs f32 storage (every step before 10; the tensor-core steps multiply 16-bit
+  /// inputs and refuse f32 with an ArgumentError naming `dtype`). f16 and bf16 run everywhere.
+  bool runs_f32 = true;
 };
 
 }  // namespace pa

@@ -393,6 +393,7 @@ struct Flags {
   WorkloadSpec spec = debug_spec();
   std::vector<KernelOptions> options{KernelOptions{}};  ///< every combination of the knob lists
   bool adversarial = false;
+  bool dtype_given = false;  ///< --dtype on the command line (else a step that runs no f32 takes bf16)
   bool run_gpu = true;
   bool quiet = false;
   int runs = 20;
@@ -504,7 +505,10 @@ Flags parse_flags(int argc, char** argv) {
     else if (flag == "--kv-heads") f.spec.num_kv_heads = parse_int(flag, value());
     else if (flag == "--head-dim") f.spec.head_dim = parse_int(flag, value());
     else if (flag == "--page") f.spec.block_size = parse_int(flag, value());
-    else if (flag == "--dtype") f.spec.dtype = parse_dtype(value(), flag);
+    else if (flag == "--dtype") {
+      f.spec.dtype = parse_dtype(value(), flag);
+      f.dtype_given = true;
+    }
     else if (flag == "--seed") f.spec.seed = static_cast<std::uint64_t>(parse_int(flag, value()));
     else if (flag == "--layout") {
       const std::string layout = value();
@@ -556,6 +560,7 @@ int kernel_step_main(int step, int argc, char** argv) {
     return 2;
   }
   try {
+    if (!flags.dtype_given && !kernel(step, Backend::emulator).runs_f32) flags.spec.dtype = DType::bf16;
     std::vector<WorkloadSpec> specs;
     if (flags.adversarial) {
       AdversarialOptions adversarial;

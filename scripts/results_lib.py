@@ -1041,6 +1041,23 @@ def is_ladder_step(step_dir: Path) -> bool:
 
 
 
+FRAGMENTS_BEGIN = "<!-- fragments:begin -->"
+FRAGMENTS_END = "<!-- fragments:end -->"
+FRAGMENTS_FILE = Path("docs") / "results" / "mma-fragments.md"
+
+
+def fragments_region(root: Path) -> str:
+    """The text between `<!-- fragments:begin -->` and `<!-- fragments:end -->`: the fragment
+    layouts of mma m16n8k16 and ldmatrix as `step10_tensor_cores --fragments` prints them from
+    the code (`mma_layout` in kernels/portable/portable.h), kept in docs/results/mma-fragments.md;
+    the ctest `step10_tensor_cores.fragments` fails when that file and the program disagree."""
+    path = root / FRAGMENTS_FILE
+    if not path.is_file():
+        return (f"`{FRAGMENTS_FILE.as_posix()}` is missing: write it with "
+                "`step10_tensor_cores --fragments > docs/results/mma-fragments.md`.")
+    return path.read_text(encoding="utf-8")
+
+
 def replace_regions(text: str, content: str, begin: str = BEGIN_MARKER, end: str = END_MARKER) -> str:
     """\\p text with everything between each \\p begin / \\p end marker pair replaced by \\p content."""
     if text.count(begin) != text.count(end):
@@ -1054,7 +1071,7 @@ def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
                   step_dir: Optional[Path] = None) -> str:
     """\\p text with each kind of generated region it has rewritten: the results (the ladder table
     on README.md, \\p step's table on its page), and on a step page its ablation and baseline;
-    the shape sweeps on either."""
+    the shape sweeps and the fragment layouts on either."""
     new = text
     if BEGIN_MARKER in text:
         new = replace_regions(new, readme_region(ladder) if step is None else step_region(ladder, step, step_dir))
@@ -1064,6 +1081,8 @@ def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
         new = replace_regions(new, baseline_region(ladder, step), BASELINE_BEGIN, BASELINE_END)
     if SWEEPS_BEGIN in text:
         new = replace_regions(new, sweeps_region(ladder), SWEEPS_BEGIN, SWEEPS_END)
+    if FRAGMENTS_BEGIN in text:
+        new = replace_regions(new, fragments_region(ladder.root), FRAGMENTS_BEGIN, FRAGMENTS_END)
     return new
 
 

@@ -679,5 +679,29 @@ class ArchiveTest(unittest.TestCase):
         self.assertIn(f"R  docs/results/{self.OLD}/gpu-tests.log -> lab/runs/{self.OLD}/gpu-tests.log", status)
 
 
+class FragmentsRegionTest(unittest.TestCase):
+    """The fragment layouts region: docs/results/mma-fragments.md pasted between its markers."""
+
+    def setUp(self):
+        self.tree = Tree()
+        self.page = self.tree.root / "steps" / "03_naive_decode" / "README.md"
+        self.page.write_text(self.page.read_text(encoding="utf-8") +
+                             "\n<!-- fragments:begin -->\nold\n<!-- fragments:end -->\n", encoding="utf-8")
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_the_file_is_pasted(self):
+        self.tree.write("mma-fragments.md", "| row | 0 |\n|---|:-:|\n| **0** | L0 |\n")
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        page = self.tree.text("steps/03_naive_decode/README.md")
+        self.assertIn("<!-- fragments:begin -->\n| row | 0 |", page)
+        self.assertNotIn("\nold\n", page)
+
+    def test_a_missing_file_is_named(self):
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        self.assertIn("`docs/results/mma-fragments.md` is missing", self.tree.text("steps/03_naive_decode/README.md"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -30,8 +30,18 @@ inline void require_oracle_match(Backend backend, int step, const Workload& work
   REQUIRE(result.ok);
 }
 
-/// The adversarial set of docs/design/CORRECTNESS.md in one storage type.
+/// Whether \p step runs storage type \p dtype (KernelEntry::runs_f32).
+inline bool runs(int step, DType dtype) { return dtype != DType::f32 || kernel(step, Backend::emulator).runs_f32; }
+
+/// The adversarial set of docs/design/CORRECTNESS.md in one storage type; a step that does not
+/// run \p dtype must refuse each workload, naming `dtype`.
 inline void check_adversarial(Backend backend, int step, DType dtype, int max_context = 300) {
+  if (!runs(step, dtype)) {
+    WorkloadSpec spec = debug_spec();
+    spec.dtype = dtype;
+    PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, make_workload(spec)), ArgumentError, "dtype");
+    return;
+  }
   AdversarialOptions options;
   options.dtype = dtype;
   options.max_context = max_context;
@@ -58,7 +68,7 @@ inline void check_poison_is_invisible(Backend backend, int step, DType dtype) {
 /// power of two takes the kernels' division path instead of the shift).
 inline void check_shapes(Backend backend, int step) {
   for (int head_dim : {64, 80, 96, 112, 128, 256}) {
-    for (DType dtype : {DType::f32, DType::bf16}) {
+    for (DType dtype : {runs(step, DType::f32) ? DType::f32 : DType::f16, DType::bf16}) {
       WorkloadSpec spec = debug_spec();
       spec.name = "head-dim-" + std::to_string(head_dim);
       spec.head_dim = head_dim;
@@ -69,6 +79,7 @@ inline void check_shapes(Backend backend, int step) {
   }
   for (int page : {1, 8, 12, 16, 32, 64}) {
     WorkloadSpec spec = debug_spec();
+    if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
     spec.name = "page-" + std::to_string(page);
     spec.block_size = page;
     spec.context_lens = {page - 1 > 0 ? page - 1 : 1, page, page + 1, 2 * page + 3};
@@ -105,8 +116,8 @@ inline std::vector<KernelOptions> knobs_of(int step) {
     for (int threads : {32, 64, 256}) with([&](KernelOptions& o) { o.threads_per_block = threads; });
   if (knobs & knob_splits) {
     for (int splits : {1, 2, 3, 7, 8, 9, 64}) with([&](KernelOptions& o) { o.num_splits = splits; });
-    with([](KernelOptions& o) {
-      o.threads_per_block = 64;
+    with([&](KernelOptions& o) {
+      if (knobs & knob_threads) o.threads_per_block = 64;
       o.num_splits = 5;
     });
   }
@@ -167,6 +178,7 @@ inline void check_variants(Backend backend, int step, const std::vector<int>& co
 /// An empty batch launches nothing and raises nothing.
 inline void check_empty_batch(Backend backend, int step) {
   WorkloadSpec spec = debug_spec();
+  if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
   spec.context_lens = {};
   const Workload workload = make_workload(spec);
   const RunOutput run = run_on(backend, step, workload);

@@ -1,0 +1,398 @@
+#pragma once
+/// \file
+/// Step 10, tensor cores: the query-head group's q·Kᵀ and P·V as warp-level matrix multiplies,
+/// so every group size and head dim takes one pass over K and V.
+///
+/// What changed since step 09: step 09's lanes each hold a few query heads' queries and
+/// accumulators in registers, so a group larger than that takes several passes over the same K
+/// and V, and a lane spends a multiply-add per channel per head on every token. Here the heads
+/// of one KV head's group are the M dimension of `mma` m16n8k16 (16 rows; a smaller group pads
+/// with zero queries): a warp computes the scores of 16 heads for 16 tokens with D/8 matrix
+/// instructions, takes the online softmax on the accumulator fragments, and feeds the weights,
+/// still in registers, to the matrix multiply by V. A program is one warp for each 16 heads of
+/// the group and each 64 output channels (kShape), sharing one pipeline of asynchronous
+/// copies: K and V go to shared memory a tile of 16 tokens at a time, three tiles deep, and
+/// `ldmatrix` reads them out in fragment order. Step 09's block-table prefetch, split count,
+/// merge and overlapped merge launch are kept.
+///
+///     build/cuda/steps/step10_tensor_cores --help
+
+#include "kernels/09_memory_pipeline.cuh"
+
+namespace pa::PA_KERNELS::step10 {
+
+using step07::partials_bytes;
+using step07::partials_in;
+using step07::Partials;
+
+/// Query heads a warp's fragments hold: the M of m16n8k16.
+inline constexpr int kHeadsPerWarp = 16;
+
+/// The shape of a program: tokens a tile (a multiple of 16, the k of P·V's m16n8k16), output
+/// channels a warp accumulates at most (the rest of a head's channels go to more warps of the
+/// program, "parts", which each compute the tile's scores themselves and share its K and V in
+/// shared memory), and tiles in flight (while one is used, the copies of the next stages - 1
+/// are on their way).
+struct Shape {
+  int tile;
+  int part_dims;
+  int stages;
+};
+/// 16 tokens, 64 channels a warp, 3 stages: two warps a program at head dim 128, 8 programs (16
+/// warps) an SM on the H200, where registers (126 a thread) and shared memory (26 KB a program)
+/// both allow 8. On `gqa-batch` the other shapes measured the same within 1% (tile 32 with 2
+/// stages, 128 channels a warp, 4 stages; lab/perf-log.md, v59), while one warp of 128 channels
+/// and 4 stages, 6 warps an SM, with a copy layout of 32-byte pieces, ran at 58% (v56).
+inline constexpr Shape kShape{16, 64, 3};
+
+/// Warps that split a head dim's output channels (part_dims or fewer each, in blocks of 16).
+__host__ __device__ constexpr int parts_for(int head_dim, int part_dims) { return (head_dim + part_dims - 1) / part_dims; }
+/// Floats of one token's row in shared memory: the head dim's 16-bit elements and 16 bytes of
+/// padding. Without it rows sit 2·D bytes apart, a multiple of 128, and the 8 rows one
+/// ldmatrix reads would hit the same banks; with it they start 16 bytes apart modulo 128
+/// (2·D + 16 is an odd number of 16 bytes for every D of the ladder).
+__host__ __device__ constexpr int row_floats(int head_dim) { return (head_dim + 8) / 2; }
+/// Floats of one stage: a tile's K rows, then its V rows.
+__host__ __device__ constexpr int stage_floats(int head_dim, int tile) { return 2 * tile * row_floats(head_dim); }
+
+// [fragments]
+/// This lane's q fragments for the 16 heads from \p first_head (rows past \p heads are zero):
+/// A operands of q·Kᵀ, one per 16 channels, as the tokens' 16-bit type.
+template <class T, int HEAD_DIM>
+__device__ __forceinline__ void load_query_fragments(const DecodeArgs<T>& args, int seq, int first_head, int heads,
+                                                     unsigned (&q)[HEAD_DIM / 16][4]) {
+  const int lane = threadIdx.x % 32;
+  PA_UNROLL
+  for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+    PA_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      const int row = mma_layout::a_row(lane, r);
+      const std::int64_t at = (static_cast<std::int64_t>(seq) * args.num_q_heads + first_head + row) * HEAD_DIM +
+                              kk * 16 + mma_layout::a_col(lane, r);
+      q[kk][r] = row < heads ? load_pair(args.query, at) : 0u;
+    }
+  }
+}
+// [fragments]
+
+// [kernel]
+/// Program (kv_head, seq, split), one warp for each 16 heads of the group times each part of
+/// the head dim: the group's attention over the split's tokens, unnormalised, to the partials.
+/// TRANSPOSED_K plants a bug for the test that checks the oracle sees one: the K fragments are
+/// read transposed.
+template <class T, int HEAD_DIM, bool TRANSPOSED_K, int TILE, int PART_DIMS, int STAGES>
+__global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, bool prefetch_table) {
+  constexpr int kChunks = TILE / 16;                          // 16-token chunks of a tile: P·V's k steps
+  constexpr int kBlocks = HEAD_DIM / 16;                      // 16-channel blocks of a row
+  constexpr int kParts = parts_for(HEAD_DIM, PART_DIMS);      // warps that share a tile's P·V
+  constexpr int kMyBlocks = (kBlocks + kParts - 1) / kParts;  // a warp's blocks: part, part + kParts, ...
+  constexpr int kRow = row_floats(HEAD_DIM);
+  constexpr int kStage = stage_floats(HEAD_DIM, TILE);
+  constexpr int kGroups = TILE / 4;                     // groups of four tokens the copies take in turn
+  constexpr int kLaneChunks = (HEAD_DIM / 8 + 7) / 8;   // 16-byte chunks of a row a lane copies (8 lanes a row)
+  PA_DYNAMIC_SHARED(float, shared);
+  allow_next_kernel();  // the merge may take the SMs this grid leaves free; it waits for our partials
+  const int kv_head = blockIdx.x;
+  const int seq = blockIdx.y;
+  const int split = blockIdx.z;
+  if (prefetch_table) step09::prefetch_split_table(args, seq, split, partials.partition);
+  const int context_len = args.context_lens[seq];
+  const int begin = std::min(split * partials.partition, context_len);
+  const int end = std::min(begin + partials.partition, context_len);
+  const int tiles = (end - begin + TILE - 1) / TILE;
+
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int warps = blockDim.x / 32;
+  const int part = warp % kParts;                          // this warp's channel blocks: part + kParts * i
+  const int rows_first = (warp / kParts) * kHeadsPerWarp;  // its first head within the group
+  const int group_size = args.group_size();
+  const int first_head = kv_head * group_size + rows_first;
+  unsigned q[HEAD_DIM / 16][4];
+  load_query_fragments<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
+
+  // The copies. Eight lanes copy one token's K row and V row, a 16-byte chunk each (so one copy
+  // instruction of a warp reads four 128-byte pieces of rows, whole lines), and the warps of the
+  // program take the tile's groups of four tokens in turn: group w, w + warps, ... So a lane
+  // copies the same chunks of a few tokens a tile and looks up each token's page once, a tile
+  // ahead (pages[]: -1 past the range).
+  const std::int64_t table_row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
+  const int copier_chunk = lane % 8;
+  auto look_up = [&](int tile, int (&pages)[kGroups]) {
+    PA_UNROLL
+    for (int j = 0; j < kGroups; ++j) {
+      const int token = begin + tile * TILE + 4 * (warp + warps * j) + lane / 8;
+      pages[j] = warp + warps * j < kGroups && tile < tiles && token < end
+                     ? args.block_tables[table_row + (args.block_shift >= 0 ? token >> args.block_shift
+                                                                             : token / args.block_size)]
+                     : -1;
+    }
+  };
+  auto issue = [&](int tile, const int (&pages)[kGroups]) {  // the copies of \p tile into stage tile % STAGES, one group
+    if (tile < tiles) {
+      PA_UNROLL
+      for (int j = 0; j < kGroups; ++j) {
+        if (warp + warps * j >= kGroups) break;
+        const int token = 4 * (warp + warps * j) + lane / 8;  // in the tile
+        const int at = begin + tile * TILE + token;
+        auto dst = shared_slot(shared, (tile % STAGES) * kStage + token * kRow + copier_chunk * 4);
+        if (pages[j] >= 0) {
+          const int slot = args.block_shift >= 0 ? at & (args.block_size - 1) : at % args.block_size;
+          const std::int64_t row = args.kv_offset(pages[j], kv_head, slot) + copier_chunk * 8;
+          PA_UNROLL
+          for (int c = 0; c < kLaneChunks; ++c) {
+            if (copier_chunk + 8 * c >= HEAD_DIM / 8) break;
+            copy_async<8>(dst + 32 * c, args.key_cache, row + 64 * c);
+            copy_async<8>(dst + TILE * kRow + 32 * c, args.value_cache, row + 64 * c);
+          }
+        } else {  // past the range: zeros, so a weight of 0 times V adds 0, not whatever the slot held
+          PA_UNROLL
+          for (int c = 0; c < kLaneChunks; ++c) {
+            if (copier_chunk + 8 * c >= HEAD_DIM / 8) break;
+            zero_async(dst + 32 * c, args.key_cache);
+            zero_async(dst + TILE * kRow + 32 * c, args.key_cache);
+          }
+        }
+      }
+    }
+    async_commit();  // an empty group past the last tile keeps the count simple
+  };
+
+  // Row r of this lane's fragments is head rows_first + r; e = 0, 1 of an accumulator are row
+  // c_row(lane, 0), e = 2, 3 row c_row(lane, 0) + 8. The row state is kept per row; a row's sum
+  // is this lane's share until the end (its group of four lanes holds the row's tokens).
+  float running_max[2] = {-INFINITY, -INFINITY};
+  float running_sum[2] = {0.0f, 0.0f};
+  float o[kMyBlocks][2][4];  // block i, n8 tile h: channels (part + kParts * i) * 16 + 8 * h ..
+  PA_UNROLL
+  for (int i = 0; i < kMyBlocks; ++i)
+    PA_UNROLL
+    for (int h = 0; h < 2; ++h)
+      PA_UNROLL
+      for (int e = 0; e < 4; ++e) o[i][h][e] = 0.0f;
+  const float scale = args.scale * step09::kLog2e;  // scores in base 2: each weight is one ex2
+
+  int pages[kGroups];
+  PA_UNROLL
+  for (int tile = 0; tile < STAGES - 1; ++tile) {
+    look_up(tile, pages);
+    issue(tile, pages);
+  }
+  look_up(STAGES - 1, pages);  // the pages of the tile issued next
+  for (int tile = 0; tile < tiles; ++tile) {
+    async_wait<STAGES - 2>();  // this thread's copies of `tile` have landed
+    __syncthreads();           // everyone's have, and everyone is done with the stage issue() refills
+    issue(tile + STAGES - 1, pages);
+    look_up(tile + STAGES, pages);  // its latency hides behind this tile's arithmetic
+    const int k_tile = (tile % STAGES) * kStage;
+    const int v_tile = k_tile + TILE * kRow;
+
+    // Scores s = q·Kᵀ for 16 heads x TILE tokens: n8 tile j holds tokens 8j .. 8j+7. One
+    // ldmatrix gives the B fragments of two n8 tiles for 16 channels: matrices (tokens 0-7,
+    // channels +0), (0-7, +8), (8-15, +0), (8-15, +8) of a 16-token chunk; lane 8m + i gives
+    // row i of matrix m.
+    float s[2 * kChunks][4] = {};
+    PA_UNROLL
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+      PA_UNROLL
+      for (int c = 0; c < kChunks; ++c) {
+        const int token = 16 * c + (lane / 16) * 8 + lane % 8;
+        const int channel = kk * 16 + (lane / 8) % 2 * 8;
+        unsigned k[4];
+        ldmatrix_x4<TRANSPOSED_K>(k, shared_slot(shared, k_tile + token * kRow + channel / 2));
+        mma_m16n8k16<T>(s[2 * c], q[kk], {k[0], k[1]});
+        mma_m16n8k16<T>(s[2 * c + 1], q[kk], {k[2], k[3]});
+      }
+    }
+    // The online softmax on the fragments: tokens past the range weigh 0; a row's max needs its
+    // four lanes (two shuffles). The accumulators are rescaled only when a row's max grew in
+    // some lane of the warp: after the first tiles that is rare.
+    const int valid = end - (begin + tile * TILE);  // tokens of the tile in the range
+    float tile_max[2] = {-INFINITY, -INFINITY};
+    PA_UNROLL
+    for (int j = 0; j < 2 * kChunks; ++j)
+      PA_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        s[j][e] = 8 * j + mma_layout::c_col(lane, e) < valid ? s[j][e] * scale : -INFINITY;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
+      }
+    bool grew = false;
+    PA_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      grew = grew || tile_max[r] > running_max[r];
+    }
+    if (__ballot_sync(0xffffffffu, grew) != 0) {
+      PA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const float new_max = fmaxf(running_max[r], tile_max[r]);
+        const float rescale = fast_exp2(running_max[r] - new_max);  // 0 on the first tile, 1 if it did not grow
+        running_max[r] = new_max;
+        running_sum[r] *= rescale;
+        PA_UNROLL
+        for (int i = 0; i < kMyBlocks; ++i)
+          PA_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            o[i][h][2 * r] *= rescale;
+            o[i][h][2 * r + 1] *= rescale;
+          }
+      }
+    }
+    // The weights become P·V's A fragments as they are: accumulator (row, token 2t, 2t+1) of n8
+    // tile 2c + h is A's (row, k = 8h + 2t, +1) for the chunk c, the layout m16n8k16 gives C
+    // and takes A in. The sum adds the weights as rounded to 16 bits, the ones the multiply uses.
+    unsigned p[kChunks][4];
+    PA_UNROLL
+    for (int j = 0; j < 2 * kChunks; ++j)
+      PA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        p[j / 2][2 * (j % 2) + r] =
+            pack_pair<T>(fast_exp2(s[j][2 * r] - running_max[r]), fast_exp2(s[j][2 * r + 1] - running_max[r]));
+        float lo, hi;
+        unpack_pair<T>(p[j / 2][2 * (j % 2) + r], lo, hi);
+        running_sum[r] += lo + hi;
+      }
+    // o += P·V for this warp's channel blocks: ldmatrix .trans turns V's token rows into B
+    // fragments (k = token, n = channel); one gives a block's two n8 tiles for a 16-token
+    // chunk: matrices (tokens 0-7, channels +0), (8-15, +0), (0-7, +8), (8-15, +8).
+    PA_UNROLL
+    for (int i = 0; i < kMyBlocks; ++i) {
+      const int block = part + kParts * i;
+      if (kBlocks % kParts != 0 && block >= kBlocks) break;  // the last part may have a block fewer
+      PA_UNROLL
+      for (int c = 0; c < kChunks; ++c) {
+        const int token = 16 * c + (lane / 8) % 2 * 8 + lane % 8;
+        const int channel = block * 16 + lane / 16 * 8;
+        unsigned v[4];
+        ldmatrix_x4<true>(v, shared_slot(shared, v_tile + token * kRow + channel / 2));
+        mma_m16n8k16<T>(o[i][0], p[c], {v[0], v[1]});
+        mma_m16n8k16<T>(o[i][1], p[c], {v[2], v[3]});
+      }
+    }
+  }
+  async_wait<0>();  // the empty groups past the last tile
+
+  // A row's sum over its four lanes; then each lane writes its rows' channels of the partials.
+  PA_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    running_sum[r] += __shfl_xor_sync(0xffffffffu, running_sum[r], 1);
+    running_sum[r] += __shfl_xor_sync(0xffffffffu, running_sum[r], 2);
+    const int row = mma_layout::c_row(lane, 2 * r);
+    if (rows_first + row >= group_size) continue;  // a padding row
+    const std::int64_t slot = (static_cast<std::int64_t>(seq) * args.num_q_heads + first_head + row) * partials.splits + split;
+    PA_UNROLL
+    for (int i = 0; i < kMyBlocks; ++i) {
+      const int block = part + kParts * i;
+      if (kBlocks % kParts != 0 && block >= kBlocks) break;
+      PA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const int channel = block * 16 + 8 * h + mma_layout::c_col(lane, 2 * r);
+        store_vec<2>(partials.accs, slot * HEAD_DIM + channel, Vec<float, 2>{{o[i][h][2 * r], o[i][h][2 * r + 1]}});
+      }
+    }
+    if (part == 0 && lane % 4 == 0) {
+      partials.maxes[slot] = running_max[r];
+      partials.sums[slot] = running_sum[r];
+    }
+  }
+}
+// [kernel]
+
+// ----- host side -----------------------------------------------------------------------------
+inline constexpr const char* kName = "step10_tensor_cores";
+
+/// Warps of a program for \p p: one per 16 heads of the group, times the parts of the head dim.
+inline int warps_for(const DecodeProblem& p, const Shape& shape) {
+  return (p.group_size() + kHeadsPerWarp - 1) / kHeadsPerWarp * parts_for(p.head_dim, shape.part_dims);
+}
+
+/// Dynamic shared memory of a program: its stages of K and V tiles.
+inline std::size_t shared_bytes(const DecodeProblem& p, const Shape& shape) {
+  return std::size_t(shape.stages) * stage_floats(p.head_dim, shape.tile) * sizeof(float);
+}
+
+/// Calls `f(kernel, T{}, head_dim)` with the tensor_core_split_decode instantiation for \p p's
+/// storage type (bf16 or f16) and head dim.
+template <bool TRANSPOSED_K = false, class F>
+void with_kernel(const DecodeProblem& p, F&& f) {
+  dispatch_problem(p, [&](auto storage, auto head_dim) {
+    // std::remove_cvref_t<decltype(storage)>, not an alias of it: see step09::with_kernel.
+    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(storage)>, float>)
+      f(tensor_core_split_decode<std::remove_cvref_t<decltype(storage)>, decltype(head_dim)::value, TRANSPOSED_K,
+                                 kShape.tile, kShape.part_dims, kShape.stages>,
+        storage, head_dim);
+  });
+}
+
+// [plan]
+/// The plan: the program's warps and shared memory from the problem, the programs one SM holds
+/// from the occupancy calculator, and step 09's split count.
+inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  validate(p, kName);
+  require_knobs(options, knob_splits | knob_partition, kName);
+  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kName);
+  step05::require_vector_layout(p, kName);
+  step07::require_split_options(options, kName);
+  PA_REQUIRE(p.dtype == DType::bf16 || p.dtype == DType::f16, kName, "dtype",
+             "bf16 or f16 (tensor cores multiply 16-bit inputs here; f32 runs on step 09)", dtype_name(p.dtype));
+  PA_REQUIRE(p.num_seqs <= 65535, kName, "num_seqs", "at most 65535 (the grid's y limit: sequences are its second axis)",
+             p.num_seqs);
+  const Shape shape = kShape;
+  const int warps = warps_for(p, shape);
+  PA_REQUIRE(warps <= 32, kName, "num_q_heads / num_kv_heads",
+             cat("a group of at most ", 32 / parts_for(p.head_dim, shape.part_dims) * kHeadsPerWarp, " heads at head dim ", p.head_dim,
+                 " (one warp per 16 heads, 32 warps a program)"),
+             p.group_size());
+  LaunchPlan out;
+  out.problem = p;
+  out.options = options;
+  out.threads = warps * 32;
+  out.shared_bytes = shared_bytes(p, shape);
+  with_kernel(p, [&](auto kernel, auto, auto) {
+    out.resident_per_sm = out.shared_bytes <= device.shared_per_block_optin
+                              ? resident_programs_per_sm(kernel, out.threads, out.shared_bytes, device)
+                              : 0;
+  });
+  step07::require_fits(out, device, kName);
+  const std::int64_t pairs = std::int64_t{p.num_seqs} * p.num_kv_heads;
+  out.splits = step09::choose_splits(p, pairs, out.resident_per_sm, out.threads, options, device);
+  out.options.num_splits = out.splits;
+  out.grid[0] = static_cast<unsigned>(p.num_kv_heads);
+  out.grid[1] = static_cast<unsigned>(p.num_seqs);
+  out.grid[2] = static_cast<unsigned>(out.splits);
+  out.workspace_bytes = partials_bytes(p, out.splits);
+  out.description = cat(describe_launch(out), ", a warp for each 16 heads and ",
+                        (p.head_dim / 16 + parts_for(p.head_dim, shape.part_dims) - 1) / parts_for(p.head_dim, shape.part_dims) * 16,
+                        " channels, tile ", shape.tile, ", ", shape.stages, " stages, ",
+                        out.resident_per_sm, " programs an SM on ", device.name, "; ",
+                        step07::describe_splits(p, out.splits));
+  return out;
+}
+// [plan]
+
+/// launch(), with the K fragments read transposed when \p transposed_k: the planted bug of
+/// tests/test_mma.cpp, which the oracle must catch.
+inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stream, bool transposed_k) {
+  if (!begin_launch(view, plan, kName)) return;
+  step05::require_aligned(view, kName);
+  const DecodeProblem& p = view.problem;
+  const Partials partials = partials_in(view.workspace, p, plan.splits);
+  auto run = [&](auto kernel, auto storage, auto head_dim) {
+    using T = std::remove_cvref_t<decltype(storage)>;
+    constexpr int D = decltype(head_dim)::value;
+    const DecodeArgs<T> args = make_args<T>(view);
+    launch_kernel("step10_split_decode", kernel, dim3(plan.grid[0], plan.grid[1], plan.grid[2]), dim3(plan.threads),
+                  plan.shared_bytes, stream, args, partials, true);
+    launch_kernel_overlapped("step10_merge_splits", step09::merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs),
+                             dim3(step09::kMergeThreads), 0, stream, args, partials);
+  };
+  if (transposed_k) with_kernel<true>(p, run);
+  else with_kernel<false>(p, run);
+}
+
+inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) { launch_as(view, plan, stream, false); }
+
+inline KernelEntry entry() { return {10, kName, kBackend, knob_splits | knob_partition, 0, &plan, &launch, true, false}; }
+
+}  // namespace pa::PA_KERNELS::step10
