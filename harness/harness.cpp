@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <new>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -15,6 +19,8 @@
 #include "common/report.h"
 #include "kernels/registry.h"
 #include "reference/oracle.h"
+
+#include <unistd.h>
 
 namespace pa {
 namespace {
@@ -252,9 +258,11 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
     report.ran = emu_run->plan.options;
   } catch (const ArgumentError& refused) {
     report.emulator_status = cat("refused: ", refused.what());
+    report.refused = true;
   } catch (const KernelError& fault) {
     report.emulator_status = cat("FAIL ", fault.what());
     report.ok = false;
+    report.faulted = true;
   }
 
   report.roof_gbps = settings.roof_gbps;
@@ -275,9 +283,11 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
       report.ran = run.plan.options;  // the GPU's plan (its occupancy may differ from the emulator's)
     } catch (const ArgumentError& refused) {
       report.gpu_status = cat("refused: ", refused.what());
+      report.refused = true;
     } catch (const Error& fault) {
       report.gpu_status = cat("FAIL ", fault.what());
       report.ok = false;
+      report.faulted = true;
     }
   }
   return report;
@@ -394,6 +404,7 @@ struct Flags {
   std::vector<KernelOptions> options{KernelOptions{}};  ///< every combination of the knob lists
   bool adversarial = false;
   bool dtype_given = false;  ///< --dtype on the command line (else a step that runs no f32 takes bf16)
+  bool seed_given = false;   ///< --seed on the command line (with --adversarial: the set's first seed)
   bool run_gpu = true;
   bool quiet = false;
   int runs = 20;
@@ -404,7 +415,11 @@ struct Flags {
 
 const char* kUsage = R"(usage: %s [flags]
 Runs this step's kernel in the emulator and, where a GPU is present, on the GPU; compares
-both with the Eigen oracle and prints one table. Exits non-zero on any mismatch.
+both with the Eigen oracle and prints one table.
+exit codes: 0 every run matched the oracle; 1 a wrong answer; 2 a bad flag or value;
+  3 the kernel refused the workload or a knob (and nothing was wrong); 4 a fault or error
+  (an emulator fault, a CUDA error, memory, the JSON file); the highest of these wins, in the
+  order 4, 1, 3.
 
 workload (default: the debug workload)
   --workload NAME      a named benchmark workload (gqa-batch, mha-batch, long-single, small-batch,
@@ -412,7 +427,9 @@ workload (default: the debug workload)
   --batch N            sequences
   --context A[,B,...]  context lengths (one for all, or one per sequence)
   --q-heads N  --kv-heads N  --head-dim N  --page N
-  --dtype f32|f16|bf16 --seed N  --layout hnd|nhd
+  --dtype f32|f16|bf16 (default f32; bf16 for a step that runs no f32)
+  --seed N             the workload's seed (with --adversarial, the set's first seed)
+  --layout hnd|nhd
   --adversarial        run the whole adversarial set of docs/design/CORRECTNESS.md instead
 kernel knobs (never change the answer; a comma-separated list runs every combination on the
 same workload, one table each: a sweep)
@@ -440,11 +457,19 @@ int parse_int(const std::string& flag, const std::string& text) {
   }
 }
 
-std::vector<int> parse_list(const std::string& flag, const std::string& text) {
+/// parse_int of a value that must be at least \p least.
+int parse_at_least(const std::string& flag, const std::string& text, int least) {
+  const int value = parse_int(flag, text);
+  if (value < least) throw_argument("flags", flag, cat("an integer >= ", least), std::to_string(value));
+  return value;
+}
+
+/// A comma-separated list of integers, each at least \p least.
+std::vector<int> parse_list(const std::string& flag, const std::string& text, int least = 0) {
   std::vector<int> values;
   std::stringstream stream(text);
   std::string item;
-  while (std::getline(stream, item, ',')) values.push_back(parse_int(flag, item));
+  while (std::getline(stream, item, ',')) values.push_back(parse_at_least(flag, item, least));
   if (values.empty()) throw_argument("flags", flag, "a comma-separated list of integers", "''");
   return values;
 }
@@ -481,6 +506,65 @@ std::string describe_knobs(const KernelOptions& o) {
              o.tile_tokens, ", variant ", o.variant);
 }
 
+/// The step programs' exit codes (kUsage lists them).
+constexpr int kExitOk = 0, kExitWrong = 1, kExitBadArgument = 2, kExitRefused = 3, kExitFault = 4;
+
+/// Bytes of host memory \p spec's K and V caches take at least: every sequence's pages, K and V.
+double cache_bytes_at_least(const WorkloadSpec& spec) {
+  double pages = 0;
+  for (int context : spec.context_lens) pages += (context + spec.block_size - 1) / spec.block_size;
+  return 2.0 * pages * spec.block_size * spec.num_kv_heads * spec.head_dim * static_cast<double>(dtype_size(spec.dtype));
+}
+
+/// make_workload, refusing up front a workload whose K and V alone would not fit in this
+/// machine's memory (rather than failing inside the allocator after a long wait), and turning
+/// an allocation failure into an Error that names the size asked for.
+Workload make_workload_or_explain(const WorkloadSpec& spec) {
+  const double needed = cache_bytes_at_least(spec);
+  const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (physical > 0 && needed > physical)
+    throw Error(cat("workload '", spec.name, "' needs at least ", format_bytes(needed), " of host memory for its K and V caches, more than this machine's ",
+                    format_bytes(physical)));
+  try {
+    return make_workload(spec);
+  } catch (const std::bad_alloc&) {
+    throw Error(cat("out of host memory building workload '", spec.name, "' (its K and V caches alone are ", format_bytes(needed), ")"));
+  }
+}
+
+/// Writes \p path whole or not at all: \p write fills a temporary file beside it, which
+/// replaces \p path only once every byte is written (a full disk leaves the old file, and says
+/// so). A path that exists and is not a regular file (a device, a pipe) is written directly, and
+/// a failed write is still an error.
+void write_file_whole(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  std::error_code ignored;
+  if (std::filesystem::exists(path, ignored) && !std::filesystem::is_regular_file(path, ignored)) {
+    std::ofstream file(path);
+    if (file) {
+      write(file);
+      file.flush();
+    }
+    if (!file) throw Error(cat("cannot write ", path, ": writing failed"));
+    return;
+  }
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream file(temporary);
+    if (!file) throw Error(cat("cannot write ", path, " (opening ", temporary, " failed)"));
+    write(file);
+    file.flush();
+    if (!file) {
+      file.close();
+      std::remove(temporary.c_str());
+      throw Error(cat("cannot write ", path, ": writing failed (disk full?); nothing was written"));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error(cat("cannot write ", path, ": renaming ", temporary, " failed"));
+  }
+}
+
 Flags parse_flags(int argc, char** argv) {
   Flags f;
   int batch = -1;
@@ -499,17 +583,20 @@ Flags parse_flags(int argc, char** argv) {
       const WorkloadSpec named_one = named_spec(value());
       f.spec = named_one;
       named = true;
-    } else if (flag == "--batch") batch = parse_int(flag, value());
-    else if (flag == "--context") contexts = parse_list(flag, value());
-    else if (flag == "--q-heads") f.spec.num_q_heads = parse_int(flag, value());
-    else if (flag == "--kv-heads") f.spec.num_kv_heads = parse_int(flag, value());
-    else if (flag == "--head-dim") f.spec.head_dim = parse_int(flag, value());
-    else if (flag == "--page") f.spec.block_size = parse_int(flag, value());
+    } else if (flag == "--batch") batch = parse_at_least(flag, value(), 0);
+    else if (flag == "--context") contexts = parse_list(flag, value(), 0);
+    else if (flag == "--q-heads") f.spec.num_q_heads = parse_at_least(flag, value(), 1);
+    else if (flag == "--kv-heads") f.spec.num_kv_heads = parse_at_least(flag, value(), 1);
+    else if (flag == "--head-dim") f.spec.head_dim = parse_at_least(flag, value(), 1);
+    else if (flag == "--page") f.spec.block_size = parse_at_least(flag, value(), 1);
     else if (flag == "--dtype") {
       f.spec.dtype = parse_dtype(value(), flag);
       f.dtype_given = true;
     }
-    else if (flag == "--seed") f.spec.seed = static_cast<std::uint64_t>(parse_int(flag, value()));
+    else if (flag == "--seed") {
+      f.spec.seed = static_cast<std::uint64_t>(parse_at_least(flag, value(), 0));
+      f.seed_given = true;
+    }
     else if (flag == "--layout") {
       const std::string layout = value();
       if (layout == "hnd") f.spec.layout = LayoutKind::hnd;
@@ -522,10 +609,10 @@ Flags parse_flags(int argc, char** argv) {
     else if (flag == "--adversarial") f.adversarial = true;
     else if (flag == "--no-gpu") f.run_gpu = false;
     else if (flag == "--quiet") f.quiet = true;
-    else if (flag == "--runs") f.runs = parse_int(flag, value());
+    else if (flag == "--runs") f.runs = parse_at_least(flag, value(), 0);
     else if (flag == "--json") f.json_path = value();
     else if (flag == "--trace") {
-      const std::vector<int> at = parse_list(flag, value());
+      const std::vector<int> at = parse_list(flag, value(), 0);
       if (at.size() < 2 || at.size() > 3) throw_argument("flags", flag, "SEQ,HEAD or SEQ,HEAD,Z", cat(at.size(), " numbers"));
       f.trace = true;
       f.trace_at = emu::dim3(static_cast<unsigned>(at[0]), static_cast<unsigned>(at[1]),
@@ -557,7 +644,7 @@ int kernel_step_main(int step, int argc, char** argv) {
     flags = parse_flags(argc, argv);
   } catch (const Error& bad) {
     std::fprintf(stderr, "%s: %s\n(see --help)\n", argv[0], bad.what());
-    return 2;
+    return kExitBadArgument;
   }
   try {
     if (!flags.dtype_given && !kernel(step, Backend::emulator).runs_f32) flags.spec.dtype = DType::bf16;
@@ -567,6 +654,7 @@ int kernel_step_main(int step, int argc, char** argv) {
       adversarial.dtype = flags.spec.dtype;
       adversarial.head_dim = flags.spec.head_dim;
       adversarial.block_size = flags.spec.block_size;
+      if (flags.seed_given) adversarial.seed = flags.spec.seed;
       specs = adversarial_specs(adversarial);
     } else {
       specs.push_back(flags.spec);
@@ -584,9 +672,9 @@ int kernel_step_main(int step, int argc, char** argv) {
     const Stamp stamp = Stamp::collect(gpu_here);
     Json results = Json::array();
     std::vector<StepReport> reports;
-    bool all_ok = true;
+    bool all_ok = true, any_wrong = false, any_refused = false, any_fault = false;
     for (const WorkloadSpec& spec : specs) {
-      const Workload workload = make_workload(spec);
+      const Workload workload = make_workload_or_explain(spec);
       const bool big = workload.problem.cache_elems() > (std::int64_t{1} << 26);
       StepRunSettings these = settings;
       if (big) {  // the emulator would take minutes and the full oracle long: GPU, sampled rows
@@ -597,7 +685,10 @@ int kernel_step_main(int step, int argc, char** argv) {
         if (!big && flags.trace) emu::trace_program(traced.x, traced.y, traced.z);
         const StepReport report = run_step(step, workload, options, these);
         all_ok = all_ok && report.ok;
-        if (!flags.quiet || !report.ok) {
+        any_fault = any_fault || report.faulted;
+        any_wrong = any_wrong || (!report.ok && !report.faulted);
+        any_refused = any_refused || report.refused;
+        if (!flags.quiet || !report.ok || report.refused) {
           std::cout << entry.name << " on '" << spec.name << "': " << describe(workload.problem) << '\n';
           if (flags.options.size() > 1) std::cout << "knobs: " << describe_knobs(options) << '\n';
           print_step_table({report}, std::cout);
@@ -630,7 +721,8 @@ int kernel_step_main(int step, int argc, char** argv) {
         row.set("emulator_seconds", report.emulator_seconds).set("emulator_bytes", report.emulator_bytes);
         row.set("gpu_status", report.gpu_status).set("gpu_max_abs_error", report.gpu_error);
         row.set("gpu_vs_emulator", report.gpu_vs_emulator).set("gpu_median_seconds", report.gpu_seconds);
-        row.set("gpu_gbps", report.gpu_gbps).set("roof_gbps", report.roof_gbps).set("ok", report.ok);
+        row.set("gpu_gbps", report.gpu_gbps).set("roof_gbps", report.roof_gbps);
+        row.set("ok", report.ok && !report.refused).set("refused", report.refused).set("faulted", report.faulted);
         results.push(std::move(row));
         reports.push_back(report);
       }
@@ -641,15 +733,18 @@ int kernel_step_main(int step, int argc, char** argv) {
     if (!flags.json_path.empty()) {
       Json doc = Json::object();
       doc.set("stamp", stamp.to_json()).set("step", step).set("kernel", entry.name).set("results", std::move(results));
-      std::ofstream file(flags.json_path);
-      if (!file) throw Error(cat("cannot write ", flags.json_path));
-      doc.write(file);
-      file << '\n';
+      write_file_whole(flags.json_path, [&](std::ostream& file) {
+        doc.write(file);
+        file << '\n';
+      });
     }
-    return all_ok ? 0 : 1;
+    return any_fault ? kExitFault : any_wrong ? kExitWrong : any_refused ? kExitRefused : kExitOk;
   } catch (const Error& error) {
     std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
-    return 1;
+    return kExitFault;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: out of host memory\n", argv[0]);
+    return kExitFault;
   }
 }
 

@@ -96,7 +96,9 @@ struct StepReport {
   double gpu_gbps = 0;          ///< workload bytes (docs/design/BENCHMARKS.md) / median time
   double roof_gbps = 0;         ///< measured in this run (0 when no GPU)
   std::optional<KernelOptions> ran;  ///< the knobs as they ran (the GPU's plan where it ran)
-  bool ok = true;
+  bool ok = true;        ///< no backend that ran disagreed with the oracle or faulted
+  bool refused = false;  ///< a backend refused the problem or the knobs (ArgumentError)
+  bool faulted = false;  ///< a backend stopped with an error (a KernelError, a CUDA error), not a wrong answer
 };
 
 /// Settings of the step programs and the tour.
@@ -121,8 +123,12 @@ std::string describe_trace(const Workload& workload, int seq);
 /// main() of every kernel step program (steps 02 onward): flags choose the workload
 /// (`--batch --context --q-heads --kv-heads --head-dim --page --dtype --seed --layout`), the
 /// kernel's knobs (`--threads --splits`), `--adversarial` runs the whole adversarial set,
-/// `--json FILE` writes results, `--trace SEQ,HEAD` shows what a program read, `--quiet`
-/// prints nothing unless something fails. Returns non-zero on any mismatch.
+/// `--json FILE` writes results (whole or not at all), `--trace SEQ,HEAD` shows what a program
+/// read, `--quiet` prints nothing unless something fails or is refused. Every flag value is
+/// checked. Returns the exit code: 0 every run matched the oracle, 1 a wrong answer, 2 a bad flag
+/// or value, 3 a refused workload or knob (and nothing wrong), 4 a fault or error (an emulator
+/// fault, a CUDA error, host memory, the JSON file); 4 wins over 1, 1 over 3
+/// (tests/test_programs.cpp).
 int kernel_step_main(int step, int argc, char** argv);
 
 }  // namespace pa
