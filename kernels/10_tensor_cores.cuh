@@ -40,9 +40,8 @@ struct Shape {
 };
 /// 16 tokens, 64 channels a warp, 3 stages: two warps a program at head dim 128, 8 programs (16
 /// warps) an SM on the H200, where registers (126 a thread) and shared memory (26 KB a program)
-/// both allow 8. On `gqa-batch` the other shapes measured the same within 1% (tile 32 with 2
-/// stages, 128 channels a warp, 4 stages; lab/perf-log.md, v59), while one warp of 128 channels
-/// and 4 stages, 6 warps an SM, with a copy layout of 32-byte pieces, ran at 58% (v56).
+/// both allow 8. On `gqa-batch` the other shapes measure the same within 1% (tile 32 with 2
+/// stages, 128 channels a warp, 4 stages; lab/perf-log.md, v59).
 inline constexpr Shape kShape{16, 64, 3};
 
 /// Warps that split a head dim's output channels (part_dims or fewer each, in blocks of 16).
