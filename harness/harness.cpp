@@ -305,10 +305,14 @@ void print_step_table(const std::vector<StepReport>& reports, std::ostream& out)
       if (s.rfind("refused", 0) == 0) return "refused";
       return "FAIL";
     };
+    // A backend that refused, faulted or was skipped measured nothing: "-", not zeros that look
+    // like a perfect run. A run that finished has a time, whether or not it matched.
+    const bool emu_ran = r.emulator_seconds > 0 || r.emulator_status == "ok";
     const bool gpu_ran = r.gpu_seconds > 0 || r.gpu_status == "ok";
     table.add_row({cat(r.step < 10 ? "0" : "", r.step), r.kernel, format_seconds(r.oracle_seconds),
-                   status(r.emulator_status), format_sci(r.emulator_error), format_seconds(r.emulator_seconds),
-                   format_bytes(static_cast<double>(r.emulator_bytes)), status(r.gpu_status),
+                   status(r.emulator_status), emu_ran ? format_sci(r.emulator_error) : "-",
+                   emu_ran ? format_seconds(r.emulator_seconds) : "-",
+                   emu_ran ? format_bytes(static_cast<double>(r.emulator_bytes)) : "-", status(r.gpu_status),
                    gpu_ran ? format_sci(r.gpu_error) : "-", gpu_ran ? format_sci(r.gpu_vs_emulator) : "-",
                    gpu_ran ? format_seconds(r.gpu_seconds) : "-", gpu_ran ? format_fixed(r.gpu_gbps, 1) : "-",
                    gpu_ran && r.roof_gbps > 0 ? format_fixed(100.0 * r.gpu_gbps / r.roof_gbps, 1) : "-"});

@@ -85,4 +85,30 @@ TEST_CASE("programs: --seed reaches the adversarial set", "[programs]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("programs: a backend that measured nothing prints -, not zeros", "[programs]") {
+  pa::StepReport refused;
+  refused.step = 10;
+  refused.kernel = "step10_tensor_cores";
+  refused.emulator_status = "refused: dtype: expected bf16 or f16, got f32";
+  refused.gpu_status = "skipped: no GPU";
+  pa::StepReport ran = refused;
+  ran.emulator_status = "ok";
+  ran.emulator_seconds = 0.002;
+  ran.emulator_bytes = 4096;
+  std::ostringstream out;
+  pa::print_step_table({refused, ran}, out);
+  std::istringstream lines(out.str());
+  std::string header, rule, refused_row, ran_row;
+  std::getline(lines, header);
+  std::getline(lines, rule);
+  std::getline(lines, refused_row);
+  std::getline(lines, ran_row);
+  INFO(out.str());
+  REQUIRE(refused_row.find("0.00e+00") == std::string::npos);
+  REQUIRE(refused_row.find(" 0 B") == std::string::npos);
+  REQUIRE(refused_row.find("refused   -") != std::string::npos);
+  REQUIRE(ran_row.find("0.00e+00") != std::string::npos);  // a measured error of zero is shown
+  REQUIRE(ran_row.find("4.10 kB") != std::string::npos);
+}
+
 }  // namespace
