@@ -435,19 +435,57 @@ workload (default: the debug workload)
   --seed N             the workload's seed (with --adversarial, the set's first seed)
   --layout hnd|nhd
   --adversarial        run the whole adversarial set of docs/design/CORRECTNESS.md instead
-kernel knobs (never change the answer; a comma-separated list runs every combination on the
-same workload, one table each: a sweep)
-  --threads N          threads per program   --splits N   context splits
-  --tile N             tokens a thread group takes per iteration (step 09: 1, 2 or 4)
-  --variant N          step 09's ablations: 0 every idea, 1-5 one left out (its page lists them)
+%s
 output
   --json FILE          write the results as JSON (with the hardware stamp)
   --trace SEQ,HEAD[,Z] print what the program of sequence SEQ, head HEAD (and split Z) read in
                        the emulator
   --runs N             timed GPU runs (median reported; default 20)
   --no-gpu             skip the GPU even if one is present
-  --quiet              print nothing unless something fails
+  --quiet              print nothing unless something fails or is refused
 )";
+
+/// The knobs a flag sets, in the order --help lists them.
+struct KnobFlag {
+  Knob bit;
+  const char* flag;
+  const char* help;
+};
+constexpr KnobFlag kKnobFlags[] = {
+    {knob_threads, "--threads", "threads per program"},
+    {knob_splits, "--splits", "context splits (0: the step chooses)"},
+    {knob_tile, "--tile", "tokens a thread group takes an iteration (1, 2 or 4)"},
+    {knob_variant, "--variant", "ablations: 0 every idea, 1 to %d one left out (the step's page lists them)"},
+};
+
+/// The "kernel knobs" section of --help for \p entry: only the knobs it has.
+std::string knob_help(const KernelEntry& entry) {
+  std::string out = "kernel knobs (never change the answer; a comma-separated list runs every combination on the\n"
+                    "same workload, one table each: a sweep)";
+  bool any = false;
+  for (const KnobFlag& k : kKnobFlags) {
+    if ((entry.knobs & k.bit) == 0) continue;
+    std::string line = cat("  ", k.flag, " N");
+    line.resize(23, ' ');
+    char help[160];
+    std::snprintf(help, sizeof help, k.help, entry.variants);  // only --variant's text takes the count
+    out += cat("\n", line, help);
+    any = true;
+  }
+  if (!any) out += cat("\n  none: ", entry.name, " has no knobs");
+  return out;
+}
+
+/// Throws ArgumentError unless \p entry has the knob \p flag sets.
+void require_knob_flag(const KernelEntry& entry, const std::string& flag) {
+  std::string has;
+  for (const KnobFlag& k : kKnobFlags)
+    if (entry.knobs & k.bit) has += cat(has.empty() ? "" : ", ", k.flag);
+  for (const KnobFlag& k : kKnobFlags)
+    if (flag == k.flag && (entry.knobs & k.bit) == 0)
+      throw_argument("flags", flag, cat("a knob of ", entry.name, " (", has.empty() ? "it has none" : has, ")"),
+                     "a knob it does not have");
+}
 
 int parse_int(const std::string& flag, const std::string& text) {
   try {
@@ -569,7 +607,8 @@ void write_file_whole(const std::string& path, const std::function<void(std::ost
   }
 }
 
-Flags parse_flags(int argc, char** argv) {
+Flags parse_flags(int step, int argc, char** argv) {
+  const KernelEntry& entry = kernel(step, Backend::emulator);
   Flags f;
   int batch = -1;
   std::vector<int> contexts;
@@ -580,8 +619,9 @@ Flags parse_flags(int argc, char** argv) {
       if (i + 1 >= argc) throw_argument("flags", flag, "a value after it", "nothing");
       return argv[++i];
     };
+    require_knob_flag(entry, flag);  // a knob this step does not have is a bad flag
     if (flag == "--help" || flag == "-h") {
-      std::printf(kUsage, argv[0]);
+      std::printf(kUsage, argv[0], knob_help(entry).c_str());
       std::exit(0);
     } else if (flag == "--workload") {
       const WorkloadSpec named_one = named_spec(value());
@@ -645,7 +685,7 @@ Flags parse_flags(int argc, char** argv) {
 int kernel_step_main(int step, int argc, char** argv) {
   Flags flags;
   try {
-    flags = parse_flags(argc, argv);
+    flags = parse_flags(step, argc, argv);
   } catch (const Error& bad) {
     std::fprintf(stderr, "%s: %s\n(see --help)\n", argv[0], bad.what());
     return kExitBadArgument;

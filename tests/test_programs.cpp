@@ -41,6 +41,10 @@ TEST_CASE("programs: 0 when every run matches, 2 for a bad flag or value", "[pro
     INFO(*bad.begin());
     REQUIRE(run(3, bad) == 2);
   }
+  // A knob flag is a bad flag on a step without that knob (--help lists only the step's own).
+  REQUIRE(run(3, {"--threads", "64"}) == 2);
+  REQUIRE(run(10, {"--tile", "2"}) == 2);
+  REQUIRE(run(9, {"--quiet", "--tile", "2"}) == 0);
 }
 
 TEST_CASE("programs: 3 for a refused workload, and its JSON row is not ok", "[programs]") {
