@@ -455,7 +455,7 @@ constexpr KnobFlag kKnobFlags[] = {
     {knob_threads, "--threads", "threads per program"},
     {knob_splits, "--splits", "context splits (0: the step chooses)"},
     {knob_tile, "--tile", "tokens a thread group takes an iteration (1, 2 or 4)"},
-    {knob_variant, "--variant", "ablations: 0 every idea, 1 to %d one left out (the step's page lists them)"},
+    {knob_variant, "--variant", "ablations: 0 every idea, 1 to the last one left out (the step's page lists them)"},
 };
 
 /// The "kernel knobs" section of --help for \p entry: only the knobs it has.
@@ -467,9 +467,8 @@ std::string knob_help(const KernelEntry& entry) {
     if ((entry.knobs & k.bit) == 0) continue;
     std::string line = cat("  ", k.flag, " N");
     line.resize(23, ' ');
-    char help[160];
-    std::snprintf(help, sizeof help, k.help, entry.variants);  // only --variant's text takes the count
-    out += cat("\n", line, help);
+    out += cat("\n", line, k.help);
+    if (k.bit == knob_variant) out += cat("; the last is ", entry.variants);
     any = true;
   }
   if (!any) out += cat("\n  none: ", entry.name, " has no knobs");

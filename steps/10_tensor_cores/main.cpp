@@ -38,29 +38,24 @@ void table(std::ostream& out, const char* corner, int rows, int cols, const std:
 void print_fragment_layouts(std::ostream& out) {
   auto pair = [](int c) { return pa::cat(2 * c, "-", 2 * c + 1); };
   auto plain = [](int c) { return std::to_string(c); };
-  out << "**A** (16 x 16, the queries: row = head, column = channel): lane and register\n\n";
-  table(out, "row", 16, 8, plain, pair, [](int row, int col_pair) {
+  // The label of the (lane, register) pair for which `holds(lane, register)` is true.
+  auto holder = [](int registers, const char* kind, auto holds) {
     for (int lane = 0; lane < 32; ++lane)
-      for (int r = 0; r < 4; ++r)
-        if (layout::a_row(lane, r) == row && layout::a_col(lane, r) == 2 * col_pair)
-          return pa::cat("L", lane, " r", r);
+      for (int r = 0; r < registers; ++r)
+        if (holds(lane, r)) return pa::cat("L", lane, " ", kind, r);
     return std::string("?");
+  };
+  out << "**A** (16 x 16, the queries: row = head, column = channel): lane and register\n\n";
+  table(out, "row", 16, 8, plain, pair, [&](int row, int col_pair) {
+    return holder(4, "r", [&](int lane, int r) { return layout::a_row(lane, r) == row && layout::a_col(lane, r) == 2 * col_pair; });
   });
   out << "**B** (16 x 8, k x n; for q·Kᵀ k = channel and n = token): lane and register, rows in pairs\n\n";
-  table(out, "k", 8, 8, pair, plain, [](int k_pair, int n) {
-    for (int lane = 0; lane < 32; ++lane)
-      for (int r = 0; r < 2; ++r)
-        if (layout::b_row(lane, r) == 2 * k_pair && layout::b_col(lane) == n)
-          return pa::cat("L", lane, " r", r);
-    return std::string("?");
+  table(out, "k", 8, 8, pair, plain, [&](int k_pair, int n) {
+    return holder(2, "r", [&](int lane, int r) { return layout::b_row(lane, r) == 2 * k_pair && layout::b_col(lane) == n; });
   });
   out << "**C and D** (16 x 8 floats; for q·Kᵀ row = head, column = token): lane and accumulator\n\n";
-  table(out, "row", 16, 8, plain, plain, [](int row, int col) {
-    for (int lane = 0; lane < 32; ++lane)
-      for (int e = 0; e < 4; ++e)
-        if (layout::c_row(lane, e) == row && layout::c_col(lane, e) == col)
-          return pa::cat("L", lane, " e", e);
-    return std::string("?");
+  table(out, "row", 16, 8, plain, plain, [&](int row, int col) {
+    return holder(4, "e", [&](int lane, int e) { return layout::c_row(lane, e) == row && layout::c_col(lane, e) == col; });
   });
   for (const bool trans : {false, true}) {
     out << "**ldmatrix" << (trans ? " .trans" : "") << "**, one 8 x 8 matrix of 16-bit elements (a row is the 16 bytes "
