@@ -1,6 +1,7 @@
 #include "common/kernel_api.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "common/error.h"
@@ -76,7 +77,14 @@ bool begin_launch(const DecodeView& view, const LaunchPlan& plan, std::string_vi
   PA_REQUIRE(view.problem == plan.problem, function, "view.problem", "the problem the plan was made for",
              cat(describe(view.problem), " (the plan's: ", describe(plan.problem), ')'));
   validate_view(view, plan.workspace_bytes, function);
-  return view.problem.num_seqs > 0;
+  const DecodeProblem& p = view.problem;
+  if (p.num_seqs == 0) return false;
+  if (view.checked)
+    validate_tables(p,
+                    std::span<const std::int32_t>(view.block_tables,
+                                                  static_cast<std::size_t>(p.num_seqs) * static_cast<std::size_t>(p.max_blocks_per_seq)),
+                    std::span<const std::int32_t>(view.context_lens, static_cast<std::size_t>(p.num_seqs)), function);
+  return true;
 }
 
 }  // namespace pa

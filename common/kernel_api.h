@@ -92,6 +92,15 @@ struct DecodeView {
   void* out = nullptr;                         ///< [num_seqs][num_q_heads][head_dim], problem.dtype
   void* workspace = nullptr;                   ///< kernel scratch, workspace_bytes() long
   std::size_t workspace_bytes = 0;
+  /// Checked mode: before the launch, every context length and every block-table entry of a
+  /// used prefix is read and checked (validate_tables), so a length of -3 or a page outside
+  /// the pool is refused with an ArgumentError naming the sequence, the entry and the value
+  /// instead of reaching the kernel. On by default (the step programs, the tests); the
+  /// benchmarks turn it off to time the kernel alone and time it on in their `/checked` rows.
+  /// Off, those values are the caller's promise: the kernels trust them. On the emulator the
+  /// check reads the host tensors; on the GPU it is a small kernel (gpu::find_table_fault),
+  /// which makes the launch wait for the stream's earlier work.
+  bool checked = true;
 };
 
 /// Checks a view before a launch: the problem (validate()), null pointers, the output
@@ -99,8 +108,10 @@ struct DecodeView {
 void validate_view(const DecodeView& view, std::size_t workspace_needed, std::string_view function);
 
 /// The preamble of every launch: \p view must be the problem \p plan was made for, with valid
-/// pointers and the plan's workspace (validate_view). Returns false for an empty batch, which
-/// launches nothing.
+/// pointers and the plan's workspace (validate_view); in checked mode (view.checked) its
+/// lengths and tables are checked too (validate_tables), read from host memory: the CUDA
+/// entries that kernel() hands out check on the device and call the kernel with checked off.
+/// Returns false for an empty batch, which launches nothing.
 bool begin_launch(const DecodeView& view, const LaunchPlan& plan, std::string_view function);
 
 /// What a step's kernel provides; one per (step, backend). All functions are host functions.
@@ -114,7 +125,8 @@ struct KernelEntry {
   /// and what is supported) and works out the launch once.
   LaunchPlan (*plan)(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) = nullptr;
   /// Runs the planned decode step on \p view (whose problem must be the plan's). For CUDA,
-  /// \p stream is a cudaStream_t and the call is asynchronous.
+  /// \p stream is a cudaStream_t and the call is asynchronous, except that checked mode
+  /// (DecodeView::checked) waits for the check kernel's answer before launching.
   void (*launch)(const DecodeView&, const LaunchPlan&, void* stream) = nullptr;
   /// The grid's first axis is the head and its second the sequence (step 09, so that the
   /// programs sharing a KV head are launched together); else the sequence comes first. Tools

@@ -1,5 +1,6 @@
 #include "common/problem.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -96,6 +97,49 @@ void validate(const DecodeProblem& p, std::string_view function) {
              "< 2^31 elements (the kernels compute offsets inside a page in 32 bits)", l.block_stride);
 }
 
+TableFault find_table_fault(const DecodeProblem& p, std::span<const std::int32_t> block_tables,
+                            std::span<const std::int32_t> context_lens) {
+  std::int64_t total = 0;
+  for (int seq = 0; seq < p.num_seqs; ++seq) {
+    const std::int32_t len = context_lens[static_cast<std::size_t>(seq)];
+    if (len < 0 || len > p.max_context_len) return {TableFault::Kind::context_len, seq, 0, len, len};
+    total += len;
+    const std::size_t row = static_cast<std::size_t>(seq) * static_cast<std::size_t>(p.max_blocks_per_seq);
+    const std::int64_t used = pages_for(len, p.block_size);
+    for (std::int64_t entry = 0; entry < used; ++entry) {
+      const std::int32_t page = block_tables[row + static_cast<std::size_t>(entry)];
+      if (page < 0 || page >= p.num_blocks) return {TableFault::Kind::block_table, seq, entry, page, len};
+    }
+  }
+  if (p.total_context_len != 0 && p.total_context_len != total) return {TableFault::Kind::total, 0, 0, total, 0};
+  return {};
+}
+
+void throw_table_fault(const DecodeProblem& p, const TableFault& fault, std::string_view function) {
+  switch (fault.kind) {
+    case TableFault::Kind::none:
+      return;
+    case TableFault::Kind::context_len:
+      throw_argument(function, cat("context_lens[", fault.seq, "]"),
+                     cat("the length of sequence ", fault.seq, " in [0, max_context_len = ", p.max_context_len,
+                         "] (a block-table row holds ", p.max_blocks_per_seq, " pages of ", p.block_size, " = ",
+                         p.row_capacity(), " tokens)"),
+                     cat(fault.value));
+    case TableFault::Kind::block_table: {
+      const std::int64_t first = fault.entry * p.block_size;
+      const std::int64_t last = std::min<std::int64_t>(first + p.block_size, fault.context_len) - 1;
+      throw_argument(function, cat("block_tables[", fault.seq, "][", fault.entry, "]"),
+                     cat("a page in [0, num_blocks = ", p.num_blocks, ") (entry ", fault.entry, " of sequence ",
+                         fault.seq, " holds its tokens ", first, "..", last, " of context_lens[", fault.seq,
+                         "] = ", fault.context_len, ")"),
+                     cat(fault.value));
+    }
+    case TableFault::Kind::total:
+      throw_argument(function, "total_context_len", cat("0 (unknown) or the sum of context_lens = ", fault.value),
+                     cat(p.total_context_len));
+  }
+}
+
 void validate_tables(const DecodeProblem& p, std::span<const std::int32_t> block_tables,
                      std::span<const std::int32_t> context_lens, std::string_view function) {
   PA_REQUIRE(context_lens.size() == static_cast<std::size_t>(p.num_seqs), function,
@@ -103,23 +147,7 @@ void validate_tables(const DecodeProblem& p, std::span<const std::int32_t> block
   const std::size_t table_elems = static_cast<std::size_t>(p.num_seqs) * p.max_blocks_per_seq;
   PA_REQUIRE(block_tables.size() == table_elems, function, "block_tables.size()",
              cat("num_seqs * max_blocks_per_seq = ", table_elems), block_tables.size());
-  std::int64_t total = 0;
-  for (int seq = 0; seq < p.num_seqs; ++seq) {
-    const std::int32_t len = context_lens[seq];
-    PA_REQUIRE(len >= 0 && len <= p.max_context_len, function,
-               cat("context_lens[", seq, "]"), cat("in [0, max_context_len = ", p.max_context_len, "]"),
-               len);
-    total += len;
-    const std::int64_t used = pages_for(len, p.block_size);
-    for (std::int64_t i = 0; i < used; ++i) {
-      const std::int32_t page = block_tables[static_cast<std::size_t>(seq) * p.max_blocks_per_seq + i];
-      PA_REQUIRE(page >= 0 && page < p.num_blocks, function,
-                 cat("block_tables[", seq, "][", i, "]"), cat("a page in [0, num_blocks = ", p.num_blocks, ")"),
-                 page);
-    }
-  }
-  PA_REQUIRE(p.total_context_len == 0 || p.total_context_len == total, function, "total_context_len",
-             cat("0 (unknown) or the sum of context_lens = ", total), p.total_context_len);
+  throw_table_fault(p, find_table_fault(p, block_tables, context_lens), function);
 }
 
 std::string describe(const DecodeProblem& p) {

@@ -80,12 +80,41 @@ DecodeProblem make_problem(int num_seqs, int num_q_heads, int num_kv_heads, int 
 /// Checks every shape and the scale; throws ArgumentError naming \p function and the argument.
 void validate(const DecodeProblem& problem, std::string_view function);
 
-/// Checks the data that indexes memory: each context length in [0, max_context_len], each
-/// block-table entry of the used prefix of a row in [0, num_blocks). Entries past the used
+/// Checks the data that indexes memory: each context length in [0, max_context_len] (which
+/// validate() keeps within what a block-table row holds), each block-table entry of the used
+/// prefix of a row (the pages_for(context_len) entries that hold the context) in
+/// [0, num_blocks), and total_context_len against the lengths' sum. Entries past the used
 /// prefix are never read and may hold anything (padding). Throws ArgumentError naming the
-/// sequence, the entry and the value.
+/// sequence, the entry and the value (throw_table_fault's messages).
 void validate_tables(const DecodeProblem& problem, std::span<const std::int32_t> block_tables,
                      std::span<const std::int32_t> context_lens, std::string_view function);
+
+/// The first value validate_tables refuses, in the order it checks them: sequence by sequence,
+/// the context length before the row's entries, and the total last. The checked mode finds it
+/// on the host (find_table_fault) or with a kernel on the GPU (gpu::find_table_fault), and both
+/// report it with throw_table_fault, so the two backends give the same message.
+struct TableFault {
+  enum class Kind : std::uint8_t {
+    none,         ///< every value is in range
+    context_len,  ///< context_lens[seq] = value is outside [0, max_context_len]
+    block_table,  ///< block_tables[seq][entry] = value, an entry of the used prefix, is outside the pool
+    total,        ///< total_context_len is neither 0 nor the sum of the lengths (value)
+  };
+  Kind kind = Kind::none;
+  int seq = 0;                  ///< the sequence (context_len, block_table)
+  std::int64_t entry = 0;       ///< the entry of its block-table row (block_table)
+  std::int64_t value = 0;       ///< the value refused; for total, the lengths' sum
+  std::int32_t context_len = 0; ///< the sequence's length (block_table)
+};
+
+/// The first out-of-range value of host tensors, as validate_tables checks them (whose size
+/// checks come first: \p block_tables and \p context_lens must have the problem's sizes).
+TableFault find_table_fault(const DecodeProblem& problem, std::span<const std::int32_t> block_tables,
+                            std::span<const std::int32_t> context_lens);
+
+/// Throws validate_tables's ArgumentError for \p fault, naming \p function, the sequence, the
+/// entry, the value and the range it must lie in; returns when fault.kind is none.
+void throw_table_fault(const DecodeProblem& problem, const TableFault& fault, std::string_view function);
 
 /// Pages a context of \p context_len tokens occupies.
 inline std::int64_t pages_for(std::int64_t context_len, int block_size) {

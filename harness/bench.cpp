@@ -135,7 +135,8 @@ void set_bandwidth_counters(benchmark::State& state, double bytes, double second
   state.counters["bytes"] = bytes;
 }
 
-void gpu_benchmark(benchmark::State& state, int step, const std::string& workload_name, const KernelOptions& options) {
+void gpu_benchmark(benchmark::State& state, int step, const std::string& workload_name, const KernelOptions& options,
+                   bool checked) {
   const KernelEntry& entry = kernel(step, Backend::cuda);
   Cached& c = cached(workload_name);
   LaunchPlan plan;
@@ -151,7 +152,7 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   double median = 0;
   for (auto _ : state) {
     c.device->poison();
-    median = time_gpu_launches(entry, *c.device, plan, kRuns);
+    median = time_gpu_launches(entry, *c.device, plan, kRuns, checked);
     state.SetIterationTime(median);
   }
   // The output of the last timed launch, checked after timing (sampled rows: the full oracle on
@@ -233,10 +234,12 @@ void traffic_benchmark(benchmark::State& state, int step, const std::string& nam
   state.counters["scale"] = factor;
 }
 
-/// Registers `bench_name`: \p step's CUDA kernel on \p workload, timed by gpu_benchmark.
-void register_gpu(const std::string& bench_name, int step, const std::string& workload, const KernelOptions& options) {
-  benchmark::RegisterBenchmark(bench_name.c_str(), [step, workload, options](benchmark::State& s) {
-    gpu_benchmark(s, step, workload, options);
+/// Registers `bench_name`: \p step's CUDA kernel on \p workload, timed by gpu_benchmark, in
+/// checked mode (DecodeView::checked) when \p checked.
+void register_gpu(const std::string& bench_name, int step, const std::string& workload, const KernelOptions& options,
+                  bool checked = false) {
+  benchmark::RegisterBenchmark(bench_name.c_str(), [step, workload, options, checked](benchmark::State& s) {
+    gpu_benchmark(s, step, workload, options, checked);
   })
       ->UseManualTime()
       ->Iterations(1)
@@ -252,6 +255,10 @@ void register_step(int step) {
     workloads.push_back("gqa-batch-nhd");
     for (int context : kSweepContexts) workloads.push_back("sweep-" + std::to_string(context));
     for (const std::string& workload : workloads) register_gpu(name + "/gpu/" + workload, step, workload, {});
+    // The cost of the checked mode: `stepNN_name/gpu/<workload>/checked` times each named
+    // workload with it on (the rows above time the kernel alone, checked mode off).
+    for (const std::string& workload : named_workloads())
+      register_gpu(cat(name, "/gpu/", workload, "/checked"), step, workload, {}, true);
     // A step with variants (its ablations) runs each on the named workloads:
     // `stepNN_name/gpu/<workload>/variant-V`.
     for (int variant = 1; variant <= kernel(step, Backend::cuda).variants; ++variant)

@@ -113,8 +113,10 @@ std::vector<std::byte> DeviceWorkload::download_out() const {
   return out;
 }
 
-double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs) {
-  const DecodeView view = device.view(plan.workspace_bytes);
+double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs,
+                         bool checked) {
+  DecodeView view = device.view(plan.workspace_bytes);
+  view.checked = checked;
   for (int i = 0; i < 2; ++i) kernel.launch(view, plan, nullptr);  // warm-up
   gpu::synchronize(kernel.name);
   std::vector<float> times;

@@ -50,15 +50,19 @@ class DeviceWorkload {
   gpu::Buffer query_, key_cache_, value_cache_, block_tables_, context_lens_, out_, workspace_;
 };
 
-/// Runs \p kernel on the GPU: uploads, poisons, launches once (checked), downloads; with
-/// \p timed_runs > 0 also times that many further launches (L2 flushed before each) and
-/// reports the median. Throws CudaError if no GPU (check gpu::available() first).
+/// Runs \p kernel on the GPU: uploads, poisons, launches once (checked: launch errors, and the
+/// checked mode's tables and lengths, DecodeView::checked), downloads; with \p timed_runs > 0
+/// also times that many further launches (L2 flushed before each; checked mode off, as in the
+/// benchmarks) and reports the median. Throws CudaError if no GPU (check gpu::available() first).
 RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options = {},
                   int timed_runs = 0);
 
 /// Median device time of \p runs launches of \p plan on an uploaded workload (L2 flushed before
-/// each; two warm-up launches first). Used by run_gpu and the benchmarks.
-double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs);
+/// each; two warm-up launches first). Used by run_gpu and the benchmarks. With \p checked, each
+/// launch runs in checked mode (DecodeView::checked): the time then includes the check kernel
+/// and the wait for its answer, which is what the mode costs.
+double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs,
+                         bool checked = false);
 
 /// What a run is checked against: the oracle in double and the plainest float loop (whose
 /// error bounds the kernel's, docs/design/CORRECTNESS.md rule 5), for all sequences or a sample.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/cuda/runtime.h"
 #include "common/error.h"
 
 // The generated list holds one PA_KERNEL_STEP(NN) per pagedattn_add_kernel() call.
@@ -21,6 +22,32 @@ namespace pa::kernels_cuda {
 
 namespace pa {
 namespace {
+
+#if PAGEDATTN_HAVE_CUDA
+/// The launch of the CUDA entry that \p Make returns, behind the checked mode: a view's
+/// pointers are device memory there, so begin_launch cannot read its tables; the check runs
+/// on the device (gpu::find_table_fault, on the launch's stream) and the kernel is called with
+/// checked off.
+template <KernelEntry (*Make)()>
+void launch_checked_on_device(const DecodeView& view, const LaunchPlan& plan, void* stream) {
+  static const KernelEntry inner = Make();
+  DecodeView unchecked = view;
+  unchecked.checked = false;
+  // begin_launch first: the check kernel dereferences the pointers it vets.
+  if (view.checked && begin_launch(unchecked, plan, inner.name))
+    throw_table_fault(view.problem, gpu::find_table_fault(view, stream), inner.name);
+  inner.launch(unchecked, plan, stream);
+}
+
+/// The CUDA entry that \p Make returns, its launch behind the checked mode.
+template <KernelEntry (*Make)()>
+KernelEntry checked_on_device() {
+  KernelEntry entry = Make();
+  entry.launch = &launch_checked_on_device<Make>;
+  return entry;
+}
+#endif
+
 const std::vector<KernelEntry>& entries(Backend backend) {
   static const std::vector<KernelEntry> emulator = {
 #define PA_KERNEL_STEP(number) kernels_emu::step##number##_entry(),
@@ -29,7 +56,7 @@ const std::vector<KernelEntry>& entries(Backend backend) {
   };
 #if PAGEDATTN_HAVE_CUDA
   static const std::vector<KernelEntry> cuda = {
-#define PA_KERNEL_STEP(number) kernels_cuda::step##number##_entry(),
+#define PA_KERNEL_STEP(number) checked_on_device<&kernels_cuda::step##number##_entry>(),
 #include "kernel_list.inc"
 #undef PA_KERNEL_STEP
   };

@@ -175,6 +175,60 @@ inline void check_variants(Backend backend, int step, const std::vector<int>& co
   }
 }
 
+/// Checked mode (DecodeView::checked, on by default): before any launch, a context length
+/// outside [0, max_context_len] and a block-table entry of a used prefix outside
+/// [0, num_blocks) are refused with an ArgumentError naming the kernel, the sequence, the entry,
+/// the value and the range; an entry past the used prefix is padding and runs.
+inline void check_bad_tables_refused(Backend backend, int step) {
+  WorkloadSpec spec = debug_spec();
+  if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.context_lens = {37, 20, 16};  // pages of 16: rows use 3, 2 and 1 entries of 4
+  const Workload good = make_workload(spec);
+  const DecodeProblem& p = good.problem;
+  const std::string name = kernel(step, backend).name;
+  const std::string pool = std::to_string(p.num_blocks);
+  const auto at = [&](int seq, int entry) { return static_cast<std::size_t>(seq * p.max_blocks_per_seq + entry); };
+  const auto refused = [&](const Workload& bad, const std::vector<std::string>& texts) {
+    INFO("step " << step << " on " << backend_name(backend));
+    for (const std::string& text : texts) PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, bad), ArgumentError, text);
+  };
+  REQUIRE(p.max_blocks_per_seq == 4);
+  {
+    Workload bad = good;
+    bad.context_lens[1] = -3;
+    refused(bad, {name + ": context_lens[1]: expected the length of sequence 1 in [0, max_context_len = 37]",
+                  "got -3"});
+  }
+  {
+    Workload bad = good;  // a context one token longer than its block-table row holds
+    bad.problem.max_context_len = static_cast<int>(p.row_capacity());
+    bad.problem.total_context_len = 0;
+    bad.context_lens[2] = static_cast<std::int32_t>(p.row_capacity()) + 1;
+    refused(bad, {name + ": context_lens[2]", "a block-table row holds 4 pages of 16 = 64 tokens", "got 65"});
+  }
+  {
+    Workload bad = good;
+    bad.block_tables[at(0, 2)] = -1;
+    refused(bad, {name + ": block_tables[0][2]: expected a page in [0, num_blocks = " + pool + ")",
+                  "holds its tokens 32..36 of context_lens[0] = 37", "got -1"});
+  }
+  {
+    Workload bad = good;
+    bad.block_tables[at(1, 1)] = static_cast<std::int32_t>(p.num_blocks);
+    refused(bad, {name + ": block_tables[1][1]", "[0, num_blocks = " + pool + ")", "got " + pool});
+  }
+  {
+    Workload bad = good;  // the lengths' sum is checked against the hint in the same pass
+    bad.problem.total_context_len += 1;
+    refused(bad, {name + ": total_context_len", "the sum of context_lens = 73"});
+  }
+  Workload padded = good;  // entries past each used prefix are never read: anything goes there
+  padded.block_tables[at(0, 3)] = -1;
+  padded.block_tables[at(1, 2)] = static_cast<std::int32_t>(p.num_blocks);
+  padded.block_tables[at(2, 1)] = INT32_MIN;
+  require_oracle_match(backend, step, padded);
+}
+
 /// An empty batch launches nothing and raises nothing.
 inline void check_empty_batch(Backend backend, int step) {
   WorkloadSpec spec = debug_spec();

@@ -67,6 +67,11 @@ void check_long_context(int step) {
     check_knobs_and_determinism(Backend::cuda, step, knobs_of(step));                                \
     check_refusals(Backend::cuda, step);                                                             \
     check_empty_batch(Backend::cuda, step);                                                          \
+  }                                                                                                  \
+  TEST_CASE("gpu step" tag ": checked mode refuses bad lengths and table entries on the device",     \
+            "[gpu][step" tag "][checked]") {                                                         \
+    if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
+    check_bad_tables_refused(Backend::cuda, step);                                                   \
   }
 
 // One set per kernel step of the build (see tests/test_steps.cpp).

@@ -13,6 +13,27 @@ using pa::Backend;
 using pa::DType;
 using namespace pa::testing;
 
+namespace {
+/// With checked mode off (DecodeView::checked), a page outside the pool in a used entry is not
+/// refused: it reaches the kernel, whose read of key_cache the emulator's checked memory stops
+/// (on a GPU it would read whatever lies there). The same launch with the mode on is refused.
+void check_unchecked_reaches_kernel(int step) {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.context_lens = {37, 20, 16};
+  pa::Workload w = pa::make_workload(spec);
+  w.block_tables[static_cast<std::size_t>(w.problem.max_blocks_per_seq + 1)] = static_cast<std::int32_t>(w.problem.num_blocks);
+  const pa::KernelEntry& entry = pa::kernel(step, Backend::emulator);
+  const pa::LaunchPlan plan = entry.plan(w.problem, {}, pa::DeviceLimits::pretend_h200());
+  std::vector<std::byte> out(w.out_bytes()), workspace(plan.workspace_bytes);
+  pa::DecodeView view = w.host_view(out.data(), workspace.data(), workspace.size());
+  REQUIRE(view.checked);  // the default
+  PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::ArgumentError, "block_tables[1][1]");
+  view.checked = false;
+  PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::KernelError, "key_cache");
+}
+}  // namespace
+
 #define PA_EMULATED_STEP_TESTS(step, tag)                                                              \
   TEST_CASE("step" tag ": adversarial set against the oracle, f32", "[step" tag "]") {                 \
     check_adversarial(Backend::emulator, step, DType::f32);                                            \
@@ -33,6 +54,11 @@ using namespace pa::testing;
   TEST_CASE("step" tag ": refuses what it cannot run and runs an empty batch", "[step" tag "]") {       \
     check_refusals(Backend::emulator, step);                                                           \
     check_empty_batch(Backend::emulator, step);                                                        \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": checked mode refuses bad lengths and table entries; off, they reach the kernel", \
+            "[step" tag "][checked]") {                                                                \
+    check_bad_tables_refused(Backend::emulator, step);                                                 \
+    check_unchecked_reaches_kernel(step);                                                              \
   }
 
 // One set of tests per kernel step, from the build's list of kernels (pagedattn_add_kernel):

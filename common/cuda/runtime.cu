@@ -2,6 +2,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -196,6 +198,91 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
 void synchronize(std::string_view what) {
   check(cudaDeviceSynchronize(), cat("after ", what));
   check(cudaGetLastError(), cat("after ", what));
+}
+
+namespace {
+/// The checked mode's kernel (find_table_fault): program `seq` reads context_lens[seq] and,
+/// when it is in range, the entries of its row that hold the context, as validate_tables does.
+/// A bad value is recorded by its place in validate_tables's order,
+/// key = seq * (max_blocks_per_seq + 1) + (0 for the length, entry + 1 for an entry), as
+/// ~key with atomicMax into found[0], so the largest ~key left is the first fault and 0 means
+/// none (one memset of 0 prepares both words). found[1] gets the sum of the good lengths, for
+/// the total_context_len check.
+__global__ void check_tables(const std::int32_t* block_tables, const std::int32_t* context_lens,
+                             int max_blocks_per_seq, int block_size, int max_context_len, std::int64_t num_blocks,
+                             unsigned long long* found) {
+  const int seq = static_cast<int>(blockIdx.x);
+  const std::int32_t len = context_lens[seq];
+  const unsigned long long row_key =
+      static_cast<unsigned long long>(seq) * (static_cast<unsigned long long>(max_blocks_per_seq) + 1);
+  if (len < 0 || len > max_context_len) {
+    if (threadIdx.x == 0) atomicMax(&found[0], ~row_key);
+    return;
+  }
+  if (threadIdx.x == 0) atomicAdd(&found[1], static_cast<unsigned long long>(len));
+  const std::int64_t used = (std::int64_t{len} + block_size - 1) / block_size;  // <= max_blocks_per_seq
+  const std::int32_t* row = block_tables + static_cast<std::int64_t>(seq) * max_blocks_per_seq;
+  for (std::int64_t entry = threadIdx.x; entry < used; entry += blockDim.x) {
+    const std::int32_t page = row[entry];
+    if (page < 0 || page >= num_blocks) {
+      atomicMax(&found[0], ~(row_key + 1 + static_cast<unsigned long long>(entry)));
+      return;  // a later entry of this thread cannot come first
+    }
+  }
+}
+
+/// One int32 of device memory, read back (the value behind a fault: the error path only).
+std::int32_t read_int(const std::int32_t* device_value) {
+  std::int32_t value = 0;
+  check(cudaMemcpy(&value, device_value, sizeof value, cudaMemcpyDeviceToHost), "checked mode: reading a bad value");
+  return value;
+}
+}  // namespace
+
+// Why a kernel and not a host copy of the tables: either way the answer must be on the host
+// before the decode launch (a bad page must be refused, not read), so both wait for the
+// stream. A host copy moves the lengths and then the tables over PCIe on every call, two round
+// trips and a transfer that grows with the batch (64 sequences of 8192 tokens in pages of 16:
+// 128 KB), and then loops over them on the CPU; the kernel reads them at device bandwidth and
+// sends back 16 bytes, so its cost is one tiny launch and one round trip whatever the batch
+// (the benchmarks' `/checked` rows measure it). The buffers are kept for the process (one device per process, as
+// everywhere in pagedattn); a mutex keeps two host threads from sharing them at once.
+TableFault find_table_fault(const DecodeView& view, void* stream) {
+  const DecodeProblem& p = view.problem;
+  if (p.num_seqs == 0) return {};
+  struct Found {
+    Buffer device{2 * sizeof(unsigned long long), "checked mode result"};
+    unsigned long long* host = nullptr;  // pinned: the copy back goes without staging
+    Found() { check(cudaMallocHost(&host, 2 * sizeof(unsigned long long)), "cudaMallocHost for the checked mode"); }
+    ~Found() { cudaFreeHost(host); }
+  };
+  static Found found;
+  static std::mutex in_use;
+  const std::lock_guard<std::mutex> lock(in_use);
+  const auto s = static_cast<cudaStream_t>(stream);
+  auto* words = static_cast<unsigned long long*>(found.device.data());
+  check(cudaMemsetAsync(words, 0, 2 * sizeof(unsigned long long), s), "checked mode: cudaMemsetAsync");
+  check_tables<<<static_cast<unsigned>(p.num_seqs), 128, 0, s>>>(view.block_tables, view.context_lens,
+                                                                p.max_blocks_per_seq, p.block_size,
+                                                                p.max_context_len, p.num_blocks, words);
+  check(cudaGetLastError(), "launch of the checked mode's check_tables");
+  check(cudaMemcpyAsync(found.host, words, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s),
+        "checked mode: cudaMemcpyAsync");
+  check(cudaStreamSynchronize(s), "checked mode: after check_tables");
+  const unsigned long long first = found.host[0];
+  const auto total = static_cast<std::int64_t>(found.host[1]);
+  if (first == 0) {
+    if (p.total_context_len != 0 && p.total_context_len != total) return {TableFault::Kind::total, 0, 0, total, 0};
+    return {};
+  }
+  const unsigned long long key = ~first;
+  const unsigned long long row = static_cast<unsigned long long>(p.max_blocks_per_seq) + 1;
+  const int seq = static_cast<int>(key / row);
+  const std::int32_t len = read_int(view.context_lens + seq);
+  if (key % row == 0) return {TableFault::Kind::context_len, seq, 0, len, len};
+  const auto entry = static_cast<std::int64_t>(key % row) - 1;
+  const std::int32_t page = read_int(view.block_tables + static_cast<std::int64_t>(seq) * p.max_blocks_per_seq + entry);
+  return {TableFault::Kind::block_table, seq, entry, page, len};
 }
 
 void flush_l2() {

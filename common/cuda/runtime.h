@@ -77,6 +77,14 @@ class Event {
 /// Waits for the device; a kernel fault surfaces here as CudaError naming \p what.
 void synchronize(std::string_view what);
 
+/// The checked mode of a launch on the GPU (DecodeView::checked): the first context length or
+/// used block-table entry of \p view (device memory) that validate_tables would refuse, found
+/// by a small kernel on \p stream (a cudaStream_t; one program per sequence reads its length
+/// and its used entries and keeps the first bad one, 8 bytes read back). Waits for that
+/// stream's earlier work, since the answer must be on the host before the kernel it guards is
+/// launched. Throws CudaError if the check itself fails.
+TableFault find_table_fault(const DecodeView& view, void* stream);
+
 /// Evicts the L2 cache by reading a buffer twice its size that nothing writes, so the lines it
 /// leaves are clean (outside any timed region; runtime.cu says why not a memset).
 void flush_l2();

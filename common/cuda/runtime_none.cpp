@@ -28,6 +28,7 @@ Event::~Event() = default;
 void Event::record(void*) { no_cuda(); }
 float Event::elapsed_ms(const Event&, const Event&) { no_cuda(); }
 void synchronize(std::string_view) { no_cuda(); }
+TableFault find_table_fault(const DecodeView&, void*) { no_cuda(); }
 void flush_l2() { no_cuda(); }
 double measure_roof_gbps(std::size_t, int) { no_cuda(); }
 double time_bare_read_ms(std::size_t, std::size_t, int, int, int) { no_cuda(); }
