@@ -111,6 +111,9 @@ void BlockAllocator::check_page(PageId page, const char* function) const {
 std::vector<PageId> BlockAllocator::allocate(std::int64_t count) {
   PA_REQUIRE(count >= 0, "BlockAllocator::allocate", "count", ">= 0", count);
   // Check before taking anything: a refused request must leave the pool as it was.
+  if (count > num_blocks())
+    throw AllocatorError(cat("BlockAllocator::allocate: asked for ", count, " pages, more than the pool's ",
+                             num_blocks(), " (no amount of freeing makes room)"));
   if (count > num_free())
     throw AllocatorError(cat("BlockAllocator::allocate: asked for ", count, count == 1 ? " page, " : " pages, ",
                              num_free(), " free"));
@@ -140,6 +143,25 @@ void BlockAllocator::free(PageId page) {
   std::int32_t& count = ref_counts_[static_cast<std::size_t>(page)];
   if (count == 0) throw AllocatorError(cat("BlockAllocator::free: double free of page ", page));
   if (--count == 0) free_list_.push_back(page);
+}
+
+void BlockAllocator::free(std::span<const PageId> pages) {
+  const char* function = "BlockAllocator::free";
+  // Check every entry before freeing any: a refused call must not free half a list.
+  std::unordered_map<PageId, std::size_t> first_index;
+  first_index.reserve(pages.size());
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    const PageId page = pages[i];
+    if (page < 0 || page >= num_blocks())
+      throw_allocator(function, cat("pages[", i, "]"), cat("a page id in [0, ", num_blocks(), ")"), cat(page));
+    const auto [seen, inserted] = first_index.emplace(page, i);
+    if (!inserted)
+      throw AllocatorError(cat(function, ": page ", page, " listed twice, at pages[", seen->second, "] and pages[", i,
+                               "]; nothing freed"));
+    if (ref_counts_[static_cast<std::size_t>(page)] == 0)
+      throw AllocatorError(cat(function, ": pages[", i, "]: double free of page ", page, "; nothing freed"));
+  }
+  for (PageId page : pages) free(page);
 }
 
 void BlockAllocator::share(PageId page) {
@@ -210,6 +232,8 @@ CacheConfig checked(CacheConfig config) {
   PA_REQUIRE(config.head_dim > 0, function, "config.head_dim", "> 0", config.head_dim);
   PA_REQUIRE(config.num_blocks >= 0 && config.num_blocks <= max_pool_pages, function,
              "config.num_blocks", "in [0, 2^31] (block-table entries are int32)", config.num_blocks);
+  PA_REQUIRE(config.max_blocks_per_seq >= 0, function, "config.max_blocks_per_seq",
+             ">= 0 (0: no row limit but the pool)", config.max_blocks_per_seq);
   if (config.layout == CacheLayout{0, 0, 0, 1})
     config.layout = CacheLayout::hnd(config.num_kv_heads, config.block_size, config.head_dim);
   // One problem-level check covers every stride rule (a page must not overlap the next).
@@ -265,6 +289,21 @@ void PagedKVCache::check_rows(std::span<const float> rows, std::int64_t num_rows
              rows.size());
 }
 
+std::int64_t PagedKVCache::check_admission(std::int64_t context_len) const {
+  const char* function = "PagedKVCache::check_admission";
+  PA_REQUIRE(context_len >= 0, function, "context_len", ">= 0", context_len);
+  const std::int64_t needed = pages_for(context_len, config_.block_size);
+  const auto refuse = [&](const std::string& limit) {
+    throw AllocatorError(cat(function, ": a request of ", context_len, " tokens needs ", needed, " pages of ",
+                             config_.block_size, " tokens, more than ", limit, "; refused before taking any"));
+  };
+  if (needed > config_.num_blocks) refuse(cat("the whole pool holds (num_blocks = ", config_.num_blocks, ")"));
+  if (config_.max_blocks_per_seq > 0 && needed > config_.max_blocks_per_seq)
+    refuse(cat("a block-table row holds (max_blocks_per_seq = ", config_.max_blocks_per_seq, ", ",
+               std::int64_t{config_.max_blocks_per_seq} * config_.block_size, " tokens)"));
+  return needed;
+}
+
 int PagedKVCache::add_sequence() {
   const int id = next_id_++;
   sequences_.emplace(id, Sequence{});
@@ -277,6 +316,9 @@ int PagedKVCache::add_sequence(std::span<const PageId> block_table, std::int64_t
   const std::int64_t needed = pages_for(context_len, config_.block_size);
   PA_REQUIRE(static_cast<std::int64_t>(block_table.size()) == needed, function, "block_table.size()",
              cat("pages_for(context_len = ", context_len, ") = ", needed), block_table.size());
+  PA_REQUIRE(config_.max_blocks_per_seq == 0 || needed <= config_.max_blocks_per_seq, function, "block_table.size()",
+             cat("at most max_blocks_per_seq = ", config_.max_blocks_per_seq, " (what a block-table row holds)"),
+             needed);
   for (std::size_t i = 0; i < block_table.size(); ++i)
     PA_REQUIRE(block_table[i] >= 0 && block_table[i] < config_.num_blocks, function,
                cat("block_table[", i, "]"), cat("a page in [0, ", config_.num_blocks, ")"),
@@ -319,7 +361,11 @@ AppendResult PagedKVCache::grow(Sequence& sequence) {
   result.position = sequence.context_len;
   const std::int64_t offset = sequence.context_len % config_.block_size;
   if (offset == 0) {
-    // The last page is full (or there is none): the token starts a new page.
+    // The last page is full (or there is none): the token starts a new page, if the row has room.
+    const auto pages = static_cast<std::int64_t>(sequence.block_table.size());
+    if (config_.max_blocks_per_seq > 0 && pages == config_.max_blocks_per_seq)
+      throw AllocatorError(cat("its block-table row is full (max_blocks_per_seq = ", config_.max_blocks_per_seq,
+                               " pages, ", pages * config_.block_size, " tokens)"));
     result.page = allocator_.allocate_one();
     result.new_page = true;
     sequence.block_table.push_back(result.page);
@@ -384,12 +430,13 @@ int PagedKVCache::fork(int seq) {
 
 void PagedKVCache::free_sequence(int seq) {
   const Sequence& sequence = live(seq, "PagedKVCache::free_sequence");
-  const std::vector<PageId> pages = distinct_pages(sequence.block_table);
-  // Check every page before freeing any: a refused call must not free half a table.
-  for (PageId page : pages)
-    if (allocator_.ref_count(page) == 0)
-      throw AllocatorError(cat("PagedKVCache::free_sequence: sequence ", seq, ": double free of page ", page));
-  for (PageId page : pages) allocator_.free(page);
+  // The sequence holds one reference per distinct page (a table may list a page twice); the
+  // list free checks them all before freeing any, so a refused call frees no half table.
+  try {
+    allocator_.free(distinct_pages(sequence.block_table));
+  } catch (const AllocatorError& error) {
+    throw AllocatorError(cat("PagedKVCache::free_sequence: sequence ", seq, ": ", error.what()));
+  }
   sequences_.erase(seq);
 }
 

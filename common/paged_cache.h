@@ -74,7 +74,9 @@ class BlockAllocator {
   explicit BlockAllocator(std::span<const PageId> hand_out_order);
 
   /// Takes \p count free pages (reference count 1 each), in free-list order. With fewer than
-  /// \p count free, throws AllocatorError ("asked for 5 pages, 3 free") and takes none.
+  /// \p count free, throws AllocatorError ("asked for 5 pages, 3 free") and takes none; a count
+  /// above the whole pool is refused as one no freeing can satisfy ("asked for 100 pages, more
+  /// than the pool's 64").
   std::vector<PageId> allocate(std::int64_t count);
   /// Takes one free page; throws AllocatorError when none is free.
   PageId allocate_one();
@@ -84,6 +86,12 @@ class BlockAllocator {
   /// Drops one reference to \p page; at zero the page goes back on the free list. Throws
   /// AllocatorError on a free page ("double free of page 17") or an id outside the pool.
   void free(PageId page);
+  /// Drops one reference to each page of \p pages, as one call: every entry is checked before
+  /// any page is freed, and a refused call frees none. A page listed twice is refused, not
+  /// merged ("page 17 listed twice, at pages[2] and pages[5]"): a caller that names a page twice
+  /// has lost track of its holders, and dropping two references could free a page another
+  /// sequence still reads. So is a free page ("double free of page 17") or an id outside the pool.
+  void free(std::span<const PageId> pages);
   /// Adds one reference to a used \p page (a forked sequence now holds it too). Throws
   /// AllocatorError on a free page or an id outside the pool.
   void share(PageId page);
@@ -123,6 +131,9 @@ struct CacheConfig {
   CacheLayout layout{0, 0, 0, 1};
   PageOrder page_order = PageOrder::ascending;  ///< order of the allocator's free list
   std::uint64_t seed = 0;         ///< decides the order when page_order is shuffled
+  /// Pages one block-table row holds (the kernels' max_blocks_per_seq): no sequence may grow
+  /// past it. 0: only the pool limits a sequence.
+  int max_blocks_per_seq = 0;
 };
 
 /// What append_slot() did to make room for one token.
@@ -185,6 +196,14 @@ class PagedKVCache {
   /// Throws ArgumentError naming a bad field of \p config.
   explicit PagedKVCache(const CacheConfig& config);
 
+  /// The admission check of a request that will grow to \p context_len tokens: the
+  /// pages_for(context_len) pages it needs must fit in the whole pool and in one block-table
+  /// row (config().max_blocks_per_seq). Throws AllocatorError naming the tokens, the pages
+  /// needed and the limit when they cannot, however many pages are freed later, so such a
+  /// request is refused up front instead of failing halfway. Reserves nothing: pages free now
+  /// may be taken before the request grows. Returns the pages needed.
+  std::int64_t check_admission(std::int64_t context_len) const;
+
   /// A new sequence with no tokens and no pages; returns its id (ids are never reused).
   int add_sequence();
   /// A new sequence of \p context_len tokens over pages the caller names (for example a table
@@ -197,7 +216,8 @@ class PagedKVCache {
   /// Grows \p seq by one token and returns the slot its K/V go to, without writing them (the
   /// scheduler's half of the write path; write_slots() is the kernel's half). Allocates a page
   /// when the last one is full; when the last page is shared, copies it to a fresh page first
-  /// (copy-on-write). Until the slot is written it holds the page's old contents.
+  /// (copy-on-write). Until the slot is written it holds the page's old contents. A sequence
+  /// whose row is full (config().max_blocks_per_seq pages) is refused with AllocatorError.
   AppendResult append_slot(int seq);
   /// append_slot() and writes the token: \p k_row and \p v_row are
   /// `[num_kv_heads][head_dim]` floats, rounded to the storage type.

@@ -160,6 +160,51 @@ TEST_CASE("allocator: double free names the page", "[allocator][errors]") {
   REQUIRE(allocator.leak_report().empty());
 }
 
+TEST_CASE("allocator: a request larger than the whole pool is refused as such, taking none", "[allocator][errors]") {
+  BlockAllocator allocator(64);
+  PA_REQUIRE_THROWS_AS_WITH(allocator.allocate(65), AllocatorError,
+                            "BlockAllocator::allocate: asked for 65 pages, more than the pool's 64 (no amount of freeing makes room)");
+  REQUIRE(allocator.num_free() == 64);
+  const std::vector<PageId> held = allocator.allocate(60);
+  // Within the pool but not free now: the transient refusal, which freeing pages cures.
+  PA_REQUIRE_THROWS_AS_WITH(allocator.allocate(64), AllocatorError, "BlockAllocator::allocate: asked for 64 pages, 4 free");
+  REQUIRE(allocator.num_free() == 4);
+  allocator.free(held);
+  REQUIRE(allocator.allocate(64).size() == 64);
+}
+
+TEST_CASE("allocator: a list that names a page twice is refused whole, naming the page and both places",
+          "[allocator][errors]") {
+  BlockAllocator allocator(32);
+  REQUIRE(allocator.allocate(6) == std::vector<PageId>{0, 1, 2, 3, 4, 5});
+  allocator.share(3);  // two holders: dropping two references would even look possible
+  const std::vector<PageId> twice = {1, 3, 4, 3};
+  PA_REQUIRE_THROWS_AS_WITH(allocator.free(twice), AllocatorError,
+                            "BlockAllocator::free: page 3 listed twice, at pages[1] and pages[3]; nothing freed");
+  const auto counts = [&] {
+    std::vector<std::int32_t> refs;
+    for (PageId page = 0; page < 6; ++page) refs.push_back(allocator.ref_count(page));
+    return refs;
+  };
+  REQUIRE(counts() == std::vector<std::int32_t>{1, 1, 1, 2, 1, 1});  // not even page 1 was freed
+  REQUIRE(allocator.num_free() == 26);
+  allocator.free(5);
+  const std::vector<PageId> with_a_free_page = {0, 5};
+  PA_REQUIRE_THROWS_AS_WITH(allocator.free(with_a_free_page), AllocatorError,
+                            "BlockAllocator::free: pages[1]: double free of page 5; nothing freed");
+  const std::vector<PageId> outside = {0, 32};
+  PA_REQUIRE_THROWS_AS_WITH(allocator.free(outside), AllocatorError,
+                            "BlockAllocator::free: pages[1]: expected a page id in [0, 32), got 32");
+  REQUIRE(counts() == std::vector<std::int32_t>{1, 1, 1, 2, 1, 0});
+  allocator.check_invariants();
+  const std::vector<PageId> once_each = {0, 1, 2, 3, 4};
+  allocator.free(once_each);  // one reference each: page 3 keeps its second holder
+  REQUIRE(counts() == std::vector<std::int32_t>{0, 0, 0, 1, 0, 0});
+  allocator.free(3);
+  allocator.check_invariants();
+  REQUIRE(allocator.leak_report().empty());
+}
+
 TEST_CASE("allocator: bad page ids name the id and the range", "[allocator][errors]") {
   BlockAllocator allocator(64);
   PA_REQUIRE_THROWS_AS_WITH(allocator.free(64), AllocatorError, "got 64");
@@ -457,6 +502,41 @@ TEST_CASE("cache: running out of pages changes nothing", "[cache][errors]") {
   REQUIRE(cache.context_len(seq) == 6);
   cache.check_invariants();
   require_gather_equals(cache, child, rows.keys, rows.values);
+  free_all_and_require_whole(cache);
+}
+
+TEST_CASE("cache: admission refuses up front a request larger than the pool or a block-table row", "[cache][errors]") {
+  CacheConfig config = small_config();  // 16 pages of 4 tokens
+  config.max_blocks_per_seq = 5;
+  PagedKVCache cache(config);
+  REQUIRE(cache.check_admission(0) == 0);
+  REQUIRE(cache.check_admission(20) == 5);
+  PA_REQUIRE_THROWS_AS_WITH(cache.check_admission(21), AllocatorError,
+                            "PagedKVCache::check_admission: a request of 21 tokens needs 6 pages of 4 tokens, more than "
+                            "a block-table row holds (max_blocks_per_seq = 5, 20 tokens); refused before taking any");
+  PA_REQUIRE_THROWS_AS_WITH(cache.check_admission(-1), ArgumentError, "PagedKVCache::check_admission: context_len");
+  config.max_blocks_per_seq = 0;  // only the pool limits a sequence
+  const PagedKVCache unlimited(config);
+  REQUIRE(unlimited.check_admission(64) == 16);
+  PA_REQUIRE_THROWS_AS_WITH(unlimited.check_admission(65), AllocatorError,
+                            "a request of 65 tokens needs 17 pages of 4 tokens, more than the whole pool holds (num_blocks = 16)");
+  REQUIRE(cache.allocator().num_free() == 16);  // a refused admission takes nothing
+
+  // A sequence never grows past its row, and a table longer than a row is not accepted.
+  const int seq = cache.add_sequence();
+  const Appended rows = append_tokens(cache, seq, 0, 20);
+  PA_REQUIRE_THROWS_AS_WITH(cache.append_slot(seq), AllocatorError,
+                            "PagedKVCache::append_slot: sequence 0 (20 tokens) needs a page: its block-table row is full "
+                            "(max_blocks_per_seq = 5 pages, 20 tokens)");
+  REQUIRE(cache.context_len(seq) == 20);
+  REQUIRE(cache.allocator().num_free() == 11);
+  require_gather_equals(cache, seq, rows.keys, rows.values);
+  const std::vector<PageId> six_pages = {10, 11, 12, 13, 14, 15};
+  PA_REQUIRE_THROWS_AS_WITH(cache.add_sequence(six_pages, 21), ArgumentError,
+                            "PagedKVCache::add_sequence: block_table.size(): expected at most max_blocks_per_seq = 5");
+  CacheConfig bad = small_config();
+  bad.max_blocks_per_seq = -1;
+  PA_REQUIRE_THROWS_AS_WITH(PagedKVCache{bad}, ArgumentError, "config.max_blocks_per_seq");
   free_all_and_require_whole(cache);
 }
 
