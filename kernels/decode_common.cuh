@@ -66,10 +66,12 @@ DecodeArgs<T> make_args(const DecodeView& view) {
   const DecodeProblem& p = view.problem;
   const std::int64_t io_elems = p.query_elems();
   const std::int64_t cache_elems = p.cache_elems();
+  // The caches' pages come from block_tables: the emulator's out-of-bounds reports use it.
+  const Paging paging{"block_tables", p.layout.block_stride};
   DecodeArgs<T> args{
       gspan<const T>(static_cast<const T*>(view.query), io_elems, "query"),
-      gspan<const T>(static_cast<const T*>(view.key_cache), cache_elems, "key_cache"),
-      gspan<const T>(static_cast<const T*>(view.value_cache), cache_elems, "value_cache"),
+      gspan<const T>(static_cast<const T*>(view.key_cache), cache_elems, "key_cache", paging),
+      gspan<const T>(static_cast<const T*>(view.value_cache), cache_elems, "value_cache", paging),
       gspan<const std::int32_t>(view.block_tables, std::int64_t{p.num_seqs} * p.max_blocks_per_seq,
                                 "block_tables"),
       gspan<const std::int32_t>(view.context_lens, p.num_seqs, "context_lens"),

@@ -1,11 +1,15 @@
 // The pretend GPU's own tests: correct kernels run and give the right answer; planted bugs
 // (a missing barrier, a read past a tensor, a barrier some threads skip, a shuffle under a
-// wrong mask, a misaligned vector load) are each caught with a message that names the place.
+// wrong mask, a misaligned vector load, a page looked up one block-table entry too far) are each
+// caught with a message that names the place (file:line).
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "common/workload.h"
+#include "kernels/decode_common.cuh"
 #include "kernels/portable/portable.h"
 #include "tests/catch_compat.h"
 
@@ -110,6 +114,7 @@ __global__ void missing_barrier(gspan<const float> input, gspan<float> output) {
   // __syncthreads();   <- missing
   output[tid] = values[tid == 0 ? 0 : tid - 1];
 }
+constexpr int kMissingBarrierWrite = __LINE__ - 4, kMissingBarrierRead = __LINE__ - 2;
 
 /// BUG: the reduction reads partial sums of other threads with no barrier before it.
 __global__ void missing_barrier_reduction(gspan<const float> input, gspan<float> output) {
@@ -138,6 +143,14 @@ __global__ void read_past_end(gspan<const float> input, gspan<float> output) {
   const int tid = threadIdx.x;
   output[tid] = input[tid + 1];
 }
+constexpr int kReadPastEnd = __LINE__ - 2;
+
+/// BUG: off by one: the last thread writes one element past the end of the output.
+__global__ void write_past_end(gspan<float> output) {
+  const int tid = threadIdx.x;
+  output[tid + 1] = 1.0f;
+}
+constexpr int kWritePastEnd = __LINE__ - 2;
 
 /// BUG: a barrier inside a branch that half of the threads skip.
 __global__ void barrier_in_branch(gspan<float> output) {
@@ -145,6 +158,7 @@ __global__ void barrier_in_branch(gspan<float> output) {
   if (tid < 32) __syncthreads();
   output[tid] = 1.0f;
 }
+constexpr int kBarrierInBranch = __LINE__ - 3;
 
 /// BUG: two different barriers on the two sides of a branch.
 __global__ void barrier_per_side(gspan<float> output) {
@@ -175,17 +189,50 @@ __global__ void shuffle_lanes_missing(gspan<float> output) {
   const int lane = threadIdx.x;
   if (lane < 16) output[lane] = __shfl_xor_sync(0xffffffffu, static_cast<float>(lane), 1);
 }
+constexpr int kShuffleLanesMissing = __LINE__ - 2;
 
 /// BUG: a 16-byte vector load at an element offset that is not a multiple of 8 bf16.
 __global__ void misaligned_vector(gspan<const bf16> input, gspan<bf16> output) {
   const Vec<bf16, 8> v = load_vec<8>(input, 3);
   store_vec<8>(output, 0, v);
 }
+constexpr int kMisalignedVector = __LINE__ - 3;
 
 /// BUG: a kernel that reads shared memory nothing wrote.
 __global__ void uninitialised_shared(gspan<float> output) {
   PA_SHARED(float, never_written, 32);
   output[threadIdx.x] = never_written[threadIdx.x];
+}
+constexpr int kUninitialisedRead = __LINE__ - 2;
+
+// ----- paged reads ----------------------------------------------------------------------------
+
+/// Channel 0 of every token's key, through the block table as every rung reads it
+/// (DecodeArgs::token_offset): one program per sequence, one thread per token.
+template <class T>
+__global__ void keys_through_table(DecodeArgs<T> args, gspan<float> out) {
+  const int seq = blockIdx.x, token = threadIdx.x;
+  if (token >= args.context_lens[seq]) return;
+  out[seq * blockDim.x + token] = to_float(args.key_cache[args.token_offset(seq, 0, token)]);
+}
+constexpr int kKeysThroughTable = __LINE__ - 2;
+
+/// BUG: looks token t's page up one block-table entry too far (the entry of token t + page size).
+template <class T>
+__global__ void keys_off_by_one_page(DecodeArgs<T> args, gspan<float> out) {
+  const int seq = blockIdx.x, token = threadIdx.x;
+  if (token >= args.context_lens[seq]) return;
+  const std::int32_t page = args.block_tables[seq * args.max_blocks_per_seq + token / args.block_size + 1];
+  out[seq * blockDim.x + token] = to_float(args.key_cache[args.kv_offset(page, 0, token % args.block_size)]);
+}
+constexpr int kOffByOneTableRead = __LINE__ - 3, kOffByOneKeyRead = __LINE__ - 2;
+
+/// BUG: reads a whole pool further on than the token's page: the page number is no table entry.
+template <class T>
+__global__ void keys_a_pool_too_far(DecodeArgs<T> args, gspan<float> out, std::int64_t pool_elems) {
+  const int seq = blockIdx.x, token = threadIdx.x;
+  if (token >= args.context_lens[seq]) return;
+  out[seq * blockDim.x + token] = to_float(args.key_cache[args.token_offset(seq, 0, token) + pool_elems]);
 }
 
 }  // namespace pa::PA_KERNELS::emulator_tests
@@ -193,12 +240,16 @@ __global__ void uninitialised_shared(gspan<float> output) {
 namespace {
 using namespace pa::kernels_emu;
 using namespace pa::kernels_emu::emulator_tests;
+using pa::cat;
 
 std::vector<float> iota_floats(std::size_t n, float start = 1.0f) {
   std::vector<float> v(n);
   std::iota(v.begin(), v.end(), start);
   return v;
 }
+
+/// "tests/test_emulator.cpp:<line>": how a fault names a line of this file.
+std::string this_file_at(int line) { return "tests/test_emulator.cpp:" + std::to_string(line); }
 
 /// Launches and returns the KernelError's message (empty if none was thrown).
 template <class Launch>
@@ -332,6 +383,9 @@ TEST_CASE("emulator catches a missing barrier", "[emulator][planted]") {
     CHECK(contains(message, "shared-memory race on values[0]"));
     CHECK(contains(message, "written by thread (0,0,0)"));
     CHECK(contains(message, "kernel missing_barrier, program (0,0,0), thread (1,0,0)"));
+    // The line of the read, then the line of the other thread's write.
+    CHECK(contains(message, "(missing __syncthreads?) at " + this_file_at(kMissingBarrierRead) +
+                                "; thread (0,0,0) wrote it at " + this_file_at(kMissingBarrierWrite)));
   }
   SECTION("a reduction reading partial sums nobody has written yet") {
     const std::string message = fault_of([&] {
@@ -362,7 +416,12 @@ TEST_CASE("emulator catches a read past a tensor", "[emulator][planted]") {
   });
   INFO(message);
   CHECK(contains(message, "kernel read_past_end, program (0,0,0), thread (63,0,0)"));
-  CHECK(contains(message, "out-of-bounds read of input[64] (extent 64)"));
+  CHECK(contains(message, "out-of-bounds read of input[64] (extent 64) at " + this_file_at(kReadPastEnd)));
+  const std::string write = fault_of([&] {
+    launch_kernel("write_past_end", write_past_end, dim3(1), dim3(64), 0, nullptr, gspan<float>(output.data(), 64, "output"));
+  });
+  INFO(write);
+  CHECK(contains(write, "thread (63,0,0): out-of-bounds write to output[64] (extent 64) at " + this_file_at(kWritePastEnd)));
 }
 
 TEST_CASE("emulator catches a barrier some threads skip", "[emulator][planted]") {
@@ -373,8 +432,8 @@ TEST_CASE("emulator catches a barrier some threads skip", "[emulator][planted]")
                     gspan<float>(output.data(), 64, "output"));
     });
     INFO(message);
-    CHECK(contains(message, "divergent barrier: threads 32-63 exited without reaching __syncthreads at"));
-    CHECK(contains(message, "test_emulator.cpp:"));
+    CHECK(contains(message, "divergent barrier: threads 32-63 exited without reaching __syncthreads at " +
+                                this_file_at(kBarrierInBranch)));
     CHECK(contains(message, "where threads 0-31 wait"));
   }
   SECTION("the two halves wait at different barriers") {
@@ -413,7 +472,8 @@ TEST_CASE("emulator catches shuffles under a wrong mask", "[emulator][planted]")
                     gspan<float>(output.data(), 32, "output"));
     });
     INFO(message);
-    CHECK(contains(message, "waits for lane 16, which has exited"));
+    CHECK(contains(message, "__shfl_xor_sync at " + this_file_at(kShuffleLanesMissing) +
+                                " with mask 0xffffffff waits for lane 16, which has exited"));
   }
 }
 
@@ -426,12 +486,14 @@ TEST_CASE("emulator catches misaligned vectors and uninitialised shared reads", 
   });
   INFO(message);
   CHECK(contains(message, "misaligned 16-byte vector read of input[3]"));
+  CHECK(contains(message, this_file_at(kMisalignedVector)));
   std::vector<float> out(32, 0);
   message = fault_of([&] {
     launch_kernel("uninitialised_shared", uninitialised_shared, dim3(1), dim3(32), 0, nullptr,
                   gspan<float>(out.data(), 32, "out"));
   });
   CHECK(contains(message, "read of shared never_written[0] before any thread of this program wrote it"));
+  CHECK(contains(message, this_file_at(kUninitialisedRead)));
 }
 
 TEST_CASE("emulator rejects launches a GPU would reject, and recovers after a fault", "[emulator]") {
@@ -474,6 +536,62 @@ TEST_CASE("emulator traces what one program read", "[emulator]") {
     }
   CHECK(lo == 512);
   CHECK(hi == 767);
+}
+
+TEST_CASE("emulator: an out-of-bounds page names the block-table entry it came from", "[emulator][planted]") {
+  pa::WorkloadSpec spec = pa::debug_spec();  // f32, pages of 16 tokens
+  spec.context_lens = {37, 1, 16, 100};
+  pa::Workload w = pa::make_workload(spec);
+  const pa::DecodeProblem& p = w.problem;
+  const std::int64_t row = p.max_blocks_per_seq;
+  constexpr int kThreads = 128;
+  std::vector<float> out(static_cast<std::size_t>(p.num_seqs) * kThreads, 0.0f);
+  auto launch = [&](const char* name, auto kernel, auto... extra) {
+    launch_kernel(name, kernel, dim3(p.num_seqs), dim3(kThreads), 0, nullptr, make_args<float>(w.host_view()),
+                  gspan<float>(out.data(), static_cast<std::int64_t>(out.size()), "out"), extra...);
+  };
+  const std::string table_read_at = "kernels/decode_common.cuh:";  // DecodeArgs::token_offset
+  SECTION("the lookups of every rung read each token's key") {
+    launch("keys_through_table", keys_through_table<float>);
+    for (int seq = 0; seq < p.num_seqs; ++seq)
+      for (int token = 0; token < w.context_lens[seq]; ++token) {
+        const std::int64_t at = p.layout.offset(w.block_tables[seq * row + token / p.block_size], 0, token % p.block_size, 0);
+        float key;
+        std::memcpy(&key, w.key_cache.data() + at * sizeof(float), sizeof(float));
+        CHECK(pa::float_bits(out[seq * kThreads + token]) == pa::float_bits(key));
+      }
+  }
+  SECTION("planted: entry -1, page 4294967295 to the kernels' unsigned page arithmetic") {
+    w.block_tables[3 * row + 2] = -1;  // sequence 3's third page (tokens 32-47)
+    const std::string message = fault_of([&] { launch("keys_through_table", keys_through_table<float>); });
+    INFO(message);
+    CHECK(contains(message, "kernel keys_through_table, program (3,0,0), thread (32,0,0): out-of-bounds read of key_cache["));
+    CHECK(contains(message, "at " + this_file_at(kKeysThroughTable) + "; element "));
+    CHECK(contains(message, cat(" is in page 4294967295 of a pool of ", p.num_blocks, " pages of ", p.layout.block_stride,
+                                " elements; this thread read that page number from block_tables[", 3 * row + 2,
+                                "] = -1 at ", table_read_at)));
+  }
+  SECTION("planted: a lookup one entry too far reads a poisoned entry past the row's pages") {
+    const std::string message = fault_of([&] { launch("keys_off_by_one_page", keys_off_by_one_page<float>); });
+    INFO(message);
+    // Sequence 0 holds 37 tokens in 3 pages: token 32 looks up entry 3, poison (INT32_MAX).
+    CHECK(contains(message, "program (0,0,0), thread (32,0,0): out-of-bounds read of key_cache["));
+    CHECK(contains(message, "at " + this_file_at(kOffByOneKeyRead) + "; element "));
+    CHECK(contains(message, "is in page 2147483647 of a pool of"));
+    CHECK(contains(message, "this thread read that page number from block_tables[3] = 2147483647 at " +
+                                this_file_at(kOffByOneTableRead)));
+  }
+  SECTION("planted: a page number that is no entry the thread read") {
+    const std::string message =
+        fault_of([&] { launch("keys_a_pool_too_far", keys_a_pool_too_far<float>, p.cache_elems()); });
+    INFO(message);
+    const std::int32_t page = w.block_tables[0];
+    CHECK(contains(message, cat("program (0,0,0), thread (0,0,0): out-of-bounds read of key_cache[",
+                                page * p.layout.block_stride + p.cache_elems(), "]")));
+    CHECK(contains(message, cat("is in page ", page + p.num_blocks, " of a pool of ", p.num_blocks, " pages")));
+    CHECK(contains(message, cat("no block_tables entry this thread read recently holds that page (its last read: "
+                                "block_tables[0] = ", page, " at ", table_read_at)));
+  }
 }
 
 TEST_CASE("portable: fast_exp2 flushes subnormal results as the GPU's ex2.approx.ftz does", "[emulator]") {

@@ -93,7 +93,7 @@ __global__ void read_neighbour_copy(gspan<const float> input, gspan<float> outpu
   const int from = tid == 0 ? 0 : tid - 1;
   store_vec(output, tid * 4, load_shared_vec<float, 4>(staged, from * 4));
 }
-constexpr int kNeighbourRead = __LINE__ - 2;
+constexpr int kNeighbourCopy = __LINE__ - 7, kNeighbourRead = __LINE__ - 2;
 
 /// BUG: a barrier does not land copies: the threads read their right neighbour's slot after a
 /// __syncthreads, but each thread waits for its own copy only after that.
@@ -303,7 +303,8 @@ TEST_CASE("emulator async copies: another thread's copy needs a barrier after th
                       gspan<const float>(input.data(), 32 * 4, "input"), gspan<float>(output.data(), 32 * 4, "output")),
         pa::KernelError,
         "kernel read_neighbour_copy, program (0,0,0), thread (1,0,0): shared-memory race on staged[0]: read here, "
-        "written by thread (0,0,0) with no barrier between (missing __syncthreads?) at " + this_file_at(kNeighbourRead));
+        "written by thread (0,0,0) with no barrier between (missing __syncthreads?) at " + this_file_at(kNeighbourRead) +
+            "; thread (0,0,0) wrote it at " + this_file_at(kNeighbourCopy));
   }
 }
 

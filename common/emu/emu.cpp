@@ -52,6 +52,26 @@ struct ByteRange {
   std::uintptr_t end;
 };
 
+/// A read of a block table (a tensor some paged tensor names as its table) by one thread: the
+/// entries are read back from \p base when a message needs them (a table is a kernel's input,
+/// unchanged while it runs).
+struct TableRead {
+  int tensor;
+  const void* base;
+  std::int64_t index;  // first element
+  std::int64_t count;  // elements
+  std::size_t elem_size;
+  std::source_location where;
+};
+
+/// A thread's most recent block-table reads, a ring: a kernel may look up several pages ahead
+/// of the one it reads (step 10 looks up a tile's pages while it reads the previous tile's).
+struct TableReads {
+  static constexpr std::uint32_t kKept = 16;
+  TableRead recent[kKept];
+  std::uint32_t total = 0;  // reads so far in this program; the newest is recent[(total - 1) % kKept]
+};
+
 struct StaticKey {
   const char* file;
   std::uint_least32_t line;
@@ -126,6 +146,8 @@ struct Runtime {
   std::size_t launch_writes_compacted = 0;   ///< its size after the last compaction
   std::vector<ByteRange> previous_writes;    ///< what the launch before it wrote: sorted, disjoint
   std::string previous_kernel;               ///< that launch's kernel name
+  std::vector<std::uint8_t> is_table;        ///< by tensor id: a paged tensor names it as its table
+  std::vector<TableReads> table_reads;       ///< per thread of the running program (by linear id)
 };
 
 thread_local Runtime rt;
@@ -389,6 +411,8 @@ void run_program(Program& prog, const std::function<void()>& body) {
   }
   if (rt.copies.size() < static_cast<std::size_t>(num_threads)) rt.copies.resize(static_cast<std::size_t>(num_threads));
   for (int id = 0; id < num_threads; ++id) rt.copies[static_cast<std::size_t>(id)].clear();  // left by a program a fault ended
+  if (rt.table_reads.size() < static_cast<std::size_t>(num_threads)) rt.table_reads.resize(static_cast<std::size_t>(num_threads));
+  for (int id = 0; id < num_threads; ++id) rt.table_reads[static_cast<std::size_t>(id)].total = 0;
   for (int id = 0; id < num_threads; ++id) {
     Thread& t = prog.threads[id];
     t.linear = id;
@@ -605,30 +629,96 @@ int tensor_id(const char* name) {
     if (rt.tensor_names[i] == name) return static_cast<int>(i);
   rt.tensor_names.emplace_back(name);
   rt.traffic.emplace_back();
+  rt.is_table.push_back(0);
   return static_cast<int>(rt.tensor_names.size() - 1);
 }
 
-void global_prefetch(int tensor, std::int64_t index, std::int64_t extent) {
-  if (index < 0 || index >= extent)
-    fault(cat("out-of-bounds prefetch of ", rt.tensor_names.at(static_cast<std::size_t>(tensor)), '[', index, "] (extent ",
-              extent, ')'));
+TensorInfo tensor_info(const char* name, std::int64_t extent, Paging paging) {
+  TensorInfo info;
+  info.tensor = tensor_id(name);
+  info.extent = extent;
+  if (paging.table && paging.page_elems > 0) {
+    info.table = tensor_id(paging.table);
+    info.page_elems = paging.page_elems;
+    rt.is_table[static_cast<std::size_t>(info.table)] = 1;
+  }
+  return info;
 }
 
-void global_access(int tensor, const void* base, std::int64_t index, std::int64_t count,
-                   std::int64_t extent, std::size_t elem_size, bool write, std::size_t align_bytes) {
-  Program& prog = program();
-  const std::string& name = rt.tensor_names.at(static_cast<std::size_t>(tensor));
-  if (index < 0 || index + count > extent) {
-    if (count == 1)
-      fault(cat("out-of-bounds ", write ? "write to " : "read of ", name, '[', index, "] (extent ", extent, ')'));
-    fault(cat("out-of-bounds ", write ? "write to " : "read of ", name, '[', index, "..", index + count - 1,
-              "] (extent ", extent, ')'));
+namespace {
+
+/// Element \p index of a table of \p elem_size-byte integers at \p base.
+std::int64_t table_entry(const void* base, std::int64_t index, std::size_t elem_size) {
+  const auto* at = static_cast<const unsigned char*>(base) + static_cast<std::size_t>(index) * elem_size;
+  if (elem_size == 8) {
+    std::int64_t value;
+    std::memcpy(&value, at, 8);
+    return value;
   }
+  std::int32_t value = 0;
+  if (elem_size == 4) std::memcpy(&value, at, 4);
+  return value;
+}
+
+/// For an out-of-bounds \p index into a paged tensor: the page it falls in, and where that page
+/// number came from. The emulator follows accesses, not values, so it can only match: it looks
+/// through the running thread's recent reads of the tensor's block table (TableReads) for an
+/// entry equal to the page (or equal as a 32-bit unsigned number, as the kernels compute a
+/// page's offset: entry -1 is page 4294967295). A match is a fact ("this thread read that page
+/// number from entry k"); a page number that reached the thread another way (through shared
+/// memory, a shuffle, or arithmetic on an entry) is reported as not read, with the thread's
+/// last entry for comparison.
+std::string page_origin(const TensorInfo& info, std::int64_t index) {
+  if (info.table < 0 || !rt.current) return "";
+  const std::int64_t page = index >= 0 ? index / info.page_elems : -((-index - 1) / info.page_elems) - 1;  // floor
+  const std::string& table = rt.tensor_names[static_cast<std::size_t>(info.table)];
+  const std::string in_page = cat("; element ", index, " is in page ", page, " of a pool of ", info.extent / info.page_elems,
+                                  " pages of ", info.page_elems, " elements");
+  const TableReads& reads = rt.table_reads[static_cast<std::size_t>(rt.current->linear)];
+  const TableRead* last = nullptr;
+  for (std::uint32_t k = 0; k < std::min(reads.total, TableReads::kKept); ++k) {  // newest first
+    const TableRead& read = reads.recent[(reads.total - 1 - k) % TableReads::kKept];
+    if (read.tensor != info.table) continue;
+    if (!last) last = &read;
+    for (std::int64_t e = 0; e < read.count; ++e) {
+      const std::int64_t value = table_entry(read.base, read.index + e, read.elem_size);
+      if (value == page || static_cast<std::int64_t>(static_cast<std::uint32_t>(value)) == page)
+        return cat(in_page, "; this thread read that page number from ", table, '[', read.index + e, "] = ", value,
+                   at(read.where));
+    }
+  }
+  if (!last) return cat(in_page, "; this thread read no ", table, " entry, so the page number did not come from one it read");
+  return cat(in_page, "; no ", table, " entry this thread read recently holds that page (its last read: ", table, '[',
+             last->index, "] = ", table_entry(last->base, last->index, last->elem_size), at(last->where), ')');
+}
+
+/// "name[index]" or "name[first..last]" for \p count elements.
+std::string elements_str(const std::string& name, std::int64_t index, std::int64_t count) {
+  if (count == 1) return cat(name, '[', index, ']');
+  return cat(name, '[', index, "..", index + count - 1, ']');
+}
+
+}  // namespace
+
+void global_prefetch(const TensorInfo& tensor, std::int64_t index, std::source_location where) {
+  program();
+  if (index < 0 || index >= tensor.extent)
+    fault(cat("out-of-bounds prefetch of ", rt.tensor_names.at(static_cast<std::size_t>(tensor.tensor)), '[', index,
+              "] (extent ", tensor.extent, ')', at(where), page_origin(tensor, index)));
+}
+
+void global_access(const TensorInfo& tensor, const void* base, std::int64_t index, std::int64_t count,
+                   std::size_t elem_size, bool write, std::size_t align_bytes, std::source_location where) {
+  Program& prog = program();
+  const std::string& name = rt.tensor_names.at(static_cast<std::size_t>(tensor.tensor));
+  if (index < 0 || index + count > tensor.extent)
+    fault(cat("out-of-bounds ", write ? "write to " : "read of ", elements_str(name, index, count), " (extent ",
+              tensor.extent, ')', at(where), page_origin(tensor, index)));
   if (align_bytes > 1) {
     const auto address = reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(index) * elem_size;
     if (address % align_bytes != 0)
-      fault(cat("misaligned ", align_bytes, "-byte vector ", write ? "write to " : "read of ", name, '[',
-                index, "]: the address is not a multiple of ", align_bytes, " bytes"));
+      fault(cat("misaligned ", align_bytes, "-byte vector ", write ? "write to " : "read of ", name, '[', index,
+                "]: the address is not a multiple of ", align_bytes, " bytes", at(where)));
   }
   const std::uint64_t bytes = static_cast<std::uint64_t>(count) * elem_size;
   const auto begin = reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(index) * elem_size;
@@ -638,10 +728,15 @@ void global_access(int tensor, const void* base, std::int64_t index, std::int64_
     if (hit != end)
       fault(cat(write ? "write to " : "read of ", name, '[', index + static_cast<std::int64_t>((hit - begin) / elem_size),
                 "] before wait_for_previous_kernel(): ", rt.previous_kernel,
-                " wrote it and may still be running (launched overlapped)"));
+                " wrote it and may still be running (launched overlapped)", at(where)));
   }
-  if (write) record_launch_write(begin, end);
-  TensorTraffic& traffic = rt.traffic[static_cast<std::size_t>(tensor)];
+  if (write) {
+    record_launch_write(begin, end);
+  } else if (rt.is_table[static_cast<std::size_t>(tensor.tensor)]) {
+    TableReads& reads = rt.table_reads[static_cast<std::size_t>(rt.current->linear)];
+    reads.recent[reads.total++ % TableReads::kKept] = {tensor.tensor, base, index, count, elem_size, where};
+  }
+  TensorTraffic& traffic = rt.traffic[static_cast<std::size_t>(tensor.tensor)];
   (write ? traffic.bytes_written : traffic.bytes_read) += bytes;
   ++traffic.accesses;
   if (prog.traced)
@@ -682,6 +777,11 @@ std::string in_flight_str(const Program& prog, const SharedArray& array, std::in
   return by;
 }
 
+/// "; thread T wrote it at file:line": where the other side of a race wrote \p cell.
+std::string other_write(const Program& prog, const SharedCell& cell) {
+  return cat("; thread ", thread_name(prog, cell.writer), " wrote it", at(cell.write_where));
+}
+
 /// Checks a write by the running thread of element \p index of \p array (\p what says how, for
 /// messages) against the accesses before it: another thread's write or read with no barrier
 /// between is a race.
@@ -689,7 +789,7 @@ void check_write(const Program& prog, const Thread& self, const SharedArray& arr
                  const SharedCell& cell, const char* what, const std::source_location& where) {
   if (cell.writer >= 0 && !ordered(prog, self, cell.writer, cell.write_epoch, cell.write_warp_epoch))
     fault(cat("shared-memory race on ", array.name, '[', index, "]: ", what, " and by thread ",
-              thread_name(prog, cell.writer), " with no barrier between", at(where)));
+              thread_name(prog, cell.writer), " with no barrier between", at(where), other_write(prog, cell)));
   if (cell.reader != -1 && cell.reader_epoch == prog.epoch) {
     const std::uint32_t warp_bit = 1u << (self.warp % 32);
     bool race = (cell.reader_warps & ~warp_bit) != 0;  // read by another warp since the barrier
@@ -702,11 +802,12 @@ void check_write(const Program& prog, const Thread& self, const SharedArray& arr
   }
 }
 
-/// Records a write of \p cell by \p self now.
-void record_write(const Program& prog, const Thread& self, SharedCell& cell) {
+/// Records a write of \p cell by \p self now, by the code at \p where.
+void record_write(const Program& prog, const Thread& self, SharedCell& cell, const std::source_location& where) {
   cell.writer = self.linear;
   cell.write_epoch = prog.epoch;
   cell.write_warp_epoch = prog.warp_epochs[static_cast<std::size_t>(self.warp)];
+  cell.write_where = where;
 }
 
 }  // namespace
@@ -732,7 +833,8 @@ void shared_access(SharedArray& array, std::int64_t index, bool write, std::sour
                 at(where)));
     if (!ordered(prog, self, cell.writer, cell.write_epoch, cell.write_warp_epoch))
       fault(cat("shared-memory race on ", array.name, '[', index, "]: read here, written by thread ",
-                thread_name(prog, cell.writer), " with no barrier between (missing __syncthreads?)", at(where)));
+                thread_name(prog, cell.writer), " with no barrier between (missing __syncthreads?)", at(where),
+                other_write(prog, cell)));
     const std::uint32_t warp_bit = 1u << (self.warp % 32);
     if (cell.reader_epoch != epoch || cell.reader == -1) {
       cell.reader = self.linear;
@@ -747,7 +849,7 @@ void shared_access(SharedArray& array, std::int64_t index, bool write, std::sour
     return;
   }
   check_write(prog, self, array, index, cell, "written here", where);
-  record_write(prog, self, cell);
+  record_write(prog, self, cell, where);
 }
 
 void async_copy(SharedArray& array, std::int64_t index, const void* data, std::size_t bytes,
@@ -786,10 +888,11 @@ void async_commit() {
   ++rt.current->groups_committed;
 }
 
-void async_wait(int pending) {
+void async_wait(int pending, std::source_location where) {
   Program& prog = program();
   const Thread& self = *rt.current;
-  if (pending < 0) fault(cat("async_wait<", pending, ">: the count of groups left in flight cannot be negative"));
+  if (pending < 0)
+    fault(cat("async_wait<", pending, ">: the count of groups left in flight cannot be negative", at(where)));
   std::vector<PendingCopy>& copies = rt.copies[static_cast<std::size_t>(self.linear)];
   // Copies are in issue order, so their groups never decrease: the completed ones are a prefix.
   std::size_t landed = 0;
@@ -800,7 +903,7 @@ void async_wait(int pending) {
     for (std::int64_t i = copy.index; i < copy.index + copy.count; ++i) {
       SharedCell& cell = array.cells[static_cast<std::size_t>(i)];
       cell.copy_issuer = -1;
-      record_write(prog, self, cell);
+      record_write(prog, self, cell, copy.where);
     }
     unsigned char* destination = array.bytes.data() + static_cast<std::size_t>(copy.index) * array.elem_size;
     const std::size_t bytes = static_cast<std::size_t>(copy.count) * array.elem_size;
@@ -828,7 +931,7 @@ SharedArray& static_shared(const char* name, std::size_t elem_size, std::size_t 
   const std::size_t bytes = elem_size * count;
   if (prog.static_bytes + bytes > rt.limits.max_static_shared)
     fault(cat("static shared memory of ", prog.static_bytes + bytes, " bytes (", name, " adds ", bytes,
-              ") exceeds the ", rt.limits.max_static_shared, "-byte limit"));
+              ") exceeds the ", rt.limits.max_static_shared, "-byte limit", at(where)));
   prog.static_bytes += bytes;
   auto array = std::make_unique<SharedArray>();
   init_array(*array, name, elem_size, count);
@@ -836,15 +939,15 @@ SharedArray& static_shared(const char* name, std::size_t elem_size, std::size_t 
   return *prog.static_arrays.back().second;
 }
 
-SharedArray& dynamic_shared(const char* name, std::size_t elem_size) {
+SharedArray& dynamic_shared(const char* name, std::size_t elem_size, std::source_location where) {
   Program& prog = program();
-  if (!prog.dynamic) fault(cat("dynamic shared array ", name, " used, but the launch asked for 0 bytes"));
+  if (!prog.dynamic) fault(cat("dynamic shared array ", name, " used, but the launch asked for 0 bytes", at(where)));
   SharedArray& array = *prog.dynamic;
   if (array.elem_size == 0) {
     init_array(array, name, elem_size, prog.shape->dynamic_shared_bytes / elem_size);
   } else if (array.elem_size != elem_size) {
     fault(cat("dynamic shared memory viewed with elements of ", elem_size, " and ", array.elem_size,
-              " bytes; the emulator tracks races per element, so use one element type"));
+              " bytes; the emulator tracks races per element, so use one element type", at(where)));
   }
   return array;
 }

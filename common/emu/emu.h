@@ -19,7 +19,9 @@
 ///  - reports divergent barriers (threads waiting at different `__syncthreads`, or some exited
 ///    while others wait) and warp collectives with a wrong mask;
 ///  - counts bytes read and written per tensor, and traces what one chosen program read.
-/// Every error is a pa::KernelError naming the kernel, program, thread, tensor and index.
+/// Every error is a pa::KernelError naming the kernel, program, thread, tensor, index and the
+/// source line of the access (file:line); an out-of-bounds index into a paged tensor also says
+/// which block-table entry its page came from, where the thread read it itself.
 ///
 /// Kernels never include this header: they use kernels/portable/portable.h, which maps the
 /// CUDA names onto these functions in a host build.
@@ -68,6 +70,7 @@ struct Limits {
   std::size_t max_dynamic_shared = 227 * 1024;
 };
 Limits& limits();
+
 
 // ----- the built-in variables and barriers ----------------------------------------------------
 const dim3& thread_idx();
@@ -118,16 +121,47 @@ void warp_combine(const char* name, WarpCombine combine, void* operands,
 // ----- global memory --------------------------------------------------------------------------
 /// Index of a named tensor in the traffic counters (registered on first use of the name).
 int tensor_id(const char* name);
-/// Bounds check, byte counting and tracing of one global access of \p count elements of
-/// \p elem_size bytes at \p index; \p align_bytes > 1 also checks the address's alignment.
-/// In an overlapped launch, also checks that a thread which has not called
+
+/// How a paged tensor (a KV cache) is addressed: element i lies in page i / page_elems, and the
+/// page numbers are entries of the tensor named \p table (the block table). With it, an
+/// out-of-bounds index into the tensor is reported with the page it falls in and the
+/// block-table entry that gave that page, when the faulting thread read it.
+struct Paging {
+  const char* table = nullptr;
+  std::int64_t page_elems = 0;
+};
+
+/// What a global span tells the emulator about its tensor.
+struct TensorInfo {
+  int tensor = -1;           ///< tensor_id of its name
+  std::int64_t extent = 0;   ///< elements
+  int table = -1;            ///< tensor_id of its block table (paged tensors), else -1
+  std::int64_t page_elems = 0;
+};
+/// The TensorInfo of \p name with \p extent elements, paged as \p paging says (which also
+/// marks the block table, so that the reads of it are remembered for the messages).
+TensorInfo tensor_info(const char* name, std::int64_t extent, Paging paging);
+
+/// Bounds check, byte counting and tracing of one global access at \p where of \p count
+/// elements of \p elem_size bytes at \p index; \p align_bytes > 1 also checks the address's
+/// alignment. In an overlapped launch, also checks that a thread which has not called
 /// wait_for_previous_kernel() touches none of the bytes the previous launch wrote; every write
 /// is recorded for the launch after this one.
-void global_access(int tensor, const void* base, std::int64_t index, std::int64_t count,
-                   std::int64_t extent, std::size_t elem_size, bool write, std::size_t align_bytes);
-/// Checks a prefetch of element \p index of a tensor of \p extent elements: out of bounds is a
-/// fault, as for an access; no bytes are counted (the emulator has no cache to fill).
-void global_prefetch(int tensor, std::int64_t index, std::int64_t extent);
+void global_access(const TensorInfo& tensor, const void* base, std::int64_t index, std::int64_t count,
+                   std::size_t elem_size, bool write, std::size_t align_bytes, std::source_location where);
+/// Checks a prefetch at \p where of element \p index: out of bounds is a fault, as for an
+/// access; no bytes are counted (the emulator has no cache to fill).
+void global_prefetch(const TensorInfo& tensor, std::int64_t index, std::source_location where);
+
+/// An index into a global span together with the place in the kernel that uses it, as
+/// SharedIndex is for shared arrays: `span[i]` converts `i`, and the defaulted location is the
+/// line of `span[i]`.
+struct GlobalIndex {
+  std::int64_t index;
+  std::source_location where;
+  GlobalIndex(std::int64_t index_, std::source_location where_ = std::source_location::current())
+      : index(index_), where(where_) {}
+};
 
 template <class T>
 class GlobalSpan;
@@ -136,65 +170,70 @@ class GlobalSpan;
 template <class T>
 class GlobalRef {
  public:
-  GlobalRef(const GlobalSpan<T>& span, std::int64_t index) : span_(span), index_(index) {}
-  operator T() const { return span_.load(index_); }
+  GlobalRef(const GlobalSpan<T>& span, GlobalIndex at) : span_(span), at_(at) {}
+  operator T() const { return span_.load(at_.index, at_.where); }
   GlobalRef& operator=(const T& value) {
-    span_.store(index_, value);
+    span_.store(at_.index, value, at_.where);
     return *this;
   }
   GlobalRef& operator=(const GlobalRef& other) { return *this = static_cast<T>(other); }
 
  private:
   const GlobalSpan<T>& span_;
-  std::int64_t index_;
+  GlobalIndex at_;
 };
 
-/// A named, bounds-checked view of a global tensor of \p T (const T for inputs).
+/// A named, bounds-checked view of a global tensor of \p T (const T for inputs). Each access
+/// takes the caller's source location (defaulted) for the messages.
 template <class T>
 class GlobalSpan {
  public:
   using value_type = std::remove_const_t<T>;
   GlobalSpan() = default;
-  GlobalSpan(T* data, std::int64_t size, const char* name)
-      : data_(data), size_(size), name_(name), tensor_(tensor_id(name)) {}
+  GlobalSpan(T* data, std::int64_t size, const char* name, Paging paging = {})
+      : data_(data), name_(name), info_(tensor_info(name, size, paging)) {}
 
-  decltype(auto) operator[](std::int64_t index) const {
+  decltype(auto) operator[](GlobalIndex at) const {
     if constexpr (std::is_const_v<T>) {
-      return load(index);
+      return load(at.index, at.where);
     } else {
-      return GlobalRef<T>(*this, index);
+      return GlobalRef<T>(*this, at);
     }
   }
-  value_type load(std::int64_t index) const {
-    global_access(tensor_, data_, index, 1, size_, sizeof(T), false, 1);
+  value_type load(std::int64_t index, std::source_location where = std::source_location::current()) const {
+    global_access(info_, data_, index, 1, sizeof(T), false, 1, where);
     return data_[index];
   }
-  void store(std::int64_t index, const value_type& value) const {
+  void store(std::int64_t index, const value_type& value,
+             std::source_location where = std::source_location::current()) const {
     static_assert(!std::is_const_v<T>, "cannot write through a span of const elements");
-    global_access(tensor_, data_, index, 1, size_, sizeof(T), true, 1);
+    global_access(info_, data_, index, 1, sizeof(T), true, 1, where);
     data_[index] = value;
   }
   /// Reads \p count consecutive elements into \p out as one access of count*sizeof(T) bytes,
   /// which must be aligned to that size (as a GPU vector load requires).
-  void load_vector(std::int64_t index, int count, value_type* out) const {
-    global_access(tensor_, data_, index, count, size_, sizeof(T), false, sizeof(T) * count);
+  void load_vector(std::int64_t index, int count, value_type* out,
+                   std::source_location where = std::source_location::current()) const {
+    global_access(info_, data_, index, count, sizeof(T), false, sizeof(T) * count, where);
     std::memcpy(out, data_ + index, sizeof(T) * count);
   }
-  void store_vector(std::int64_t index, int count, const value_type* in) const {
-    global_access(tensor_, data_, index, count, size_, sizeof(T), true, sizeof(T) * count);
+  void store_vector(std::int64_t index, int count, const value_type* in,
+                    std::source_location where = std::source_location::current()) const {
+    global_access(info_, data_, index, count, sizeof(T), true, sizeof(T) * count, where);
     std::memcpy(const_cast<value_type*>(data_ + index), in, sizeof(T) * count);
   }
   /// A prefetch of element \p index: checked, not counted (see global_prefetch).
-  void prefetch(std::int64_t index) const { global_prefetch(tensor_, index, size_); }
-  std::int64_t size() const { return size_; }
+  void prefetch(std::int64_t index, std::source_location where = std::source_location::current()) const {
+    global_prefetch(info_, index, where);
+  }
+  std::int64_t size() const { return info_.extent; }
   const char* name() const { return name_; }
   T* data() const { return data_; }
 
  private:
   T* data_ = nullptr;
-  std::int64_t size_ = 0;
   const char* name_ = "";
-  int tensor_ = -1;
+  TensorInfo info_;
 };
 
 // ----- shared memory --------------------------------------------------------------------------
@@ -208,6 +247,7 @@ struct SharedCell {
   std::uint32_t reader_warp_epoch = 0;
   std::uint32_t reader_warps = 0;  ///< bit per warp that read it in reader_epoch
   std::int32_t copy_issuer = -1;   ///< thread whose asynchronous copy into it is in flight (-1: none)
+  std::source_location write_where;  ///< the line of the last write (for messages)
 };
 
 /// One shared array of a program: bytes plus one SharedCell per element.
@@ -304,15 +344,16 @@ void async_copy(SharedArray& array, std::int64_t index, const void* data, std::s
 /// `cp.async.commit_group`: closes the calling thread's open group of copies.
 void async_commit();
 /// `cp.async.wait_group pending`: completes the calling thread's committed groups but the
-/// \p pending most recent ones.
-void async_wait(int pending);
+/// \p pending most recent ones (\p where: the wait, for messages).
+void async_wait(int pending, std::source_location where);
 
 /// The program's static shared array declared at \p where (allocated by the first thread that
 /// reaches the declaration; every thread gets the same one).
 SharedArray& static_shared(const char* name, std::size_t elem_size, std::size_t count,
                            std::source_location where);
-/// The program's dynamic shared memory viewed as elements of \p elem_size bytes.
-SharedArray& dynamic_shared(const char* name, std::size_t elem_size);
+/// The program's dynamic shared memory viewed as elements of \p elem_size bytes, declared at
+/// \p where.
+SharedArray& dynamic_shared(const char* name, std::size_t elem_size, std::source_location where);
 
 template <class T>
 SharedSpan<T> shared_array(const char* name, std::size_t count,
@@ -321,8 +362,8 @@ SharedSpan<T> shared_array(const char* name, std::size_t count,
   return SharedSpan<T>(&static_shared(name, sizeof(T), count, where), 0);
 }
 template <class T>
-SharedSpan<T> dynamic_shared_array(const char* name) {
-  return SharedSpan<T>(&dynamic_shared(name, sizeof(T)), 0);
+SharedSpan<T> dynamic_shared_array(const char* name, std::source_location where = std::source_location::current()) {
+  return SharedSpan<T>(&dynamic_shared(name, sizeof(T), where), 0);
 }
 
 // ----- traffic counters and traces ------------------------------------------------------------

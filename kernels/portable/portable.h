@@ -15,6 +15,11 @@
 ///  - vector loads use `load_vec<N>(span, index)` (one 16-byte load under nvcc; a checked,
 ///    alignment-verified load in the emulator).
 ///
+/// In the emulator every access also carries the source location of the kernel line that makes
+/// it, so a fault names file:line: `span[i]` and `shared[i]` take it through their index type,
+/// and the functions below through a last, defaulted parameter (PA_CALLER_WHERE) that a kernel
+/// never passes. Under nvcc that parameter does not exist.
+///
 /// `PA_UNROLL` stands for `#pragma unroll` and `PA_UNROLL_BY(n)` for `#pragma unroll n` (nvcc's;
 /// g++ would warn on them).
 ///
@@ -50,12 +55,17 @@
   T* name = reinterpret_cast<T*>(pa_dynamic_shared_)
 
 namespace pa::cuda_vocab {
-/// A global tensor on the GPU: just the pointer (name and size are for the emulator).
+/// How a paged tensor is addressed (emu::Paging; only the emulator uses it).
+struct Paging {
+  const char* table = nullptr;
+  std::int64_t page_elems = 0;
+};
+/// A global tensor on the GPU: just the pointer (name, size and paging are for the emulator).
 template <class T>
 struct GlobalSpan {
   T* ptr = nullptr;
   GlobalSpan() = default;
-  __host__ __device__ GlobalSpan(T* data, std::int64_t, const char*) : ptr(data) {}
+  __host__ __device__ GlobalSpan(T* data, std::int64_t, const char*, Paging = {}) : ptr(data) {}
   __device__ __forceinline__ T& operator[](std::int64_t index) const { return ptr[index]; }
 };
 }  // namespace pa::cuda_vocab
@@ -63,6 +73,7 @@ struct GlobalSpan {
 namespace pa::PA_KERNELS {
 template <class T>
 using gspan = cuda_vocab::GlobalSpan<T>;
+using Paging = cuda_vocab::Paging;
 using bf16 = __nv_bfloat16;
 using f16 = __half;
 using dim3 = ::dim3;
@@ -142,6 +153,7 @@ inline float __int_as_float(int bits) { return ::pa::float_from_bits(static_cast
 namespace pa::PA_KERNELS {
 template <class T>
 using gspan = emu::GlobalSpan<T>;
+using Paging = emu::Paging;
 using bf16 = ::pa::bf16_t;
 using f16 = ::pa::f16_t;
 using dim3 = emu::dim3;
@@ -160,6 +172,18 @@ T from_float(float x) {
 // ============================================================================================
 // common to both targets
 // ============================================================================================
+
+// The caller's source location, as the last parameter of a vocabulary function (emulator only).
+#if defined(__CUDACC__)
+#define PA_CALLER_WHERE
+#define PA_FIRST_CALLER_WHERE
+#define PA_PASS_WHERE
+#else
+#define PA_CALLER_WHERE , std::source_location where = std::source_location::current()
+#define PA_FIRST_CALLER_WHERE std::source_location where = std::source_location::current()
+#define PA_PASS_WHERE , where
+#endif
+
 namespace pa::PA_KERNELS {
 
 /// N elements loaded or stored as one access of N*sizeof(T) bytes (16 bytes for the vector
@@ -222,13 +246,13 @@ __device__ __forceinline__ float fast_exp2(float x) {
 /// Loads elements [index, index+N) of \p span with one vector access; the address must be
 /// aligned to N*sizeof(T) (the emulator checks, the GPU faults).
 template <int N, class T>
-__device__ __forceinline__ Vec<std::remove_const_t<T>, N> load_vec(const gspan<T>& span, std::int64_t index) {
+__device__ __forceinline__ Vec<std::remove_const_t<T>, N> load_vec(const gspan<T>& span, std::int64_t index PA_CALLER_WHERE) {
   using V = Vec<std::remove_const_t<T>, N>;
 #if defined(__CUDACC__)
   return *reinterpret_cast<const V*>(span.ptr + index);
 #else
   V out;
-  span.load_vector(index, N, out.v);
+  span.load_vector(index, N, out.v, where);
   return out;
 #endif
 }
@@ -239,21 +263,21 @@ __device__ __forceinline__ Vec<std::remove_const_t<T>, N> load_vec(const gspan<T
 /// the span (a prefetch past the end is a fault there, though the GPU would not fault) and
 /// counts no bytes.
 template <class T>
-__device__ __forceinline__ void prefetch_l2(const gspan<T>& span, std::int64_t index) {
+__device__ __forceinline__ void prefetch_l2(const gspan<T>& span, std::int64_t index PA_CALLER_WHERE) {
 #if defined(__CUDACC__)
   asm volatile("prefetch.global.L2 [%0];" ::"l"(span.ptr + index));
 #else
-  span.prefetch(index);
+  span.prefetch(index, where);
 #endif
 }
 
 /// Stores a vector to elements [index, index+N) of \p span with one access.
 template <int N, class T>
-__device__ __forceinline__ void store_vec(const gspan<T>& span, std::int64_t index, const Vec<T, N>& value) {
+__device__ __forceinline__ void store_vec(const gspan<T>& span, std::int64_t index, const Vec<T, N>& value PA_CALLER_WHERE) {
 #if defined(__CUDACC__)
   *reinterpret_cast<Vec<T, N>*>(span.ptr + index) = value;
 #else
-  span.store_vector(index, N, value.v);
+  span.store_vector(index, N, value.v, where);
 #endif
 }
 
@@ -308,17 +332,7 @@ void keep_in_register(SharedSlot<Shared>&) {}
 // and counted like load_vec when the copy is issued; the destination holds poison and is in
 // flight until the async_wait that covers the copy's group, where the data lands and the race
 // detector sees the write as this thread's; touching it in between is a fault that names the
-// line. The emulator's versions of these functions and of load_shared_vec take the caller's
-// source location as a last, defaulted parameter (PA_CALLER_WHERE) for those messages; under
-// nvcc they take none.
-
-#if defined(__CUDACC__)
-#define PA_CALLER_WHERE
-#define PA_PASS_WHERE
-#else
-#define PA_CALLER_WHERE , std::source_location where = std::source_location::current()
-#define PA_PASS_WHERE , where
-#endif
+// line.
 
 /// Starts copying elements [index, index+N) of \p src (16 bytes) to the slot \p dst.
 template <int N, class T, class Shared>
@@ -328,7 +342,7 @@ __device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const gspan<T
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst.address), "l"(src.ptr + index) : "memory");
 #else
   std::remove_const_t<T> values[N];
-  src.load_vector(index, N, values);
+  src.load_vector(index, N, values, where);
   emu::async_copy(dst.array.array(), dst.array.offset() + dst.at, values, 16, where);
 #endif
 }
@@ -409,11 +423,11 @@ __device__ __forceinline__ void async_commit() {
 /// committed group but the PENDING most recent ones has landed (copies not yet committed are
 /// not waited for).
 template <int PENDING>
-__device__ __forceinline__ void async_wait() {
+__device__ __forceinline__ void async_wait(PA_FIRST_CALLER_WHERE) {
 #if defined(__CUDACC__)
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 #else
-  emu::async_wait(PENDING);
+  emu::async_wait(PENDING, where);
 #endif
 }
 
@@ -505,8 +519,8 @@ __device__ __forceinline__ void unpack_pair(unsigned pair, float& lo, float& hi)
 
 /// Elements [index, index + 2) of \p span as one register (a 4-byte load; index even).
 template <class T>
-__device__ __forceinline__ unsigned load_pair(const gspan<T>& span, std::int64_t index) {
-  const auto pair = load_vec<2>(span, index);
+__device__ __forceinline__ unsigned load_pair(const gspan<T>& span, std::int64_t index PA_CALLER_WHERE) {
+  const auto pair = load_vec<2>(span, index PA_PASS_WHERE);
   unsigned out;
   memcpy(&out, pair.v, 4);
   return out;
