@@ -3,6 +3,7 @@
 /// The checks every kernel step must pass, written once for both backends: test_steps.cpp
 /// runs them in the emulator (CI), test_gpu_steps.cpp on the GPU (labelled gpu).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,16 +19,25 @@ inline RunOutput run_on(Backend backend, int step, const Workload& workload, con
   return backend == Backend::cuda ? run_gpu(entry, workload, options) : run_emulator(entry, workload, options);
 }
 
-/// Requires the run to match the oracle (tolerance, NaN rules, 3x the plain loop's error).
-inline void require_oracle_match(Backend backend, int step, const Workload& workload, const KernelOptions& options = {}) {
-  const RunOutput run = run_on(backend, step, workload, options);
+/// "step S on B, workload 'W' (problem, seed, knobs)": what a failed check ran.
+inline std::string describe_run(Backend backend, int step, const Workload& workload, const KernelOptions& options) {
+  return cat("step ", step, " on ", backend_name(backend), ", workload '", workload.spec.name, "' (",
+             describe(workload.problem), ", seed ", workload.spec.seed, ", threads ", options.threads_per_block,
+             ", splits ", options.num_splits, ", partition ", options.partition_tokens, ", tile ", options.tile_tokens,
+             ", variant ", options.variant, ")");
+}
+
+/// Requires \p run to match the oracle (tolerance, NaN rules, 3x the plain loop's error).
+inline void require_matches_oracle(const RunOutput& run, Backend backend, int step, const Workload& workload,
+                                   const KernelOptions& options) {
   const CompareResult result = check_against_oracle(workload, oracle_rows(workload), run.out);
-  INFO("step " << step << " on " << backend_name(backend) << ", workload '" << workload.spec.name << "' ("
-               << describe(workload.problem) << ", seed " << workload.spec.seed << ", threads "
-               << options.threads_per_block << ", splits " << options.num_splits << ", partition "
-               << options.partition_tokens << ", tile " << options.tile_tokens << ", variant " << options.variant
-               << "): " << result.summary());
+  INFO(describe_run(backend, step, workload, options) << ": " << result.summary());
   REQUIRE(result.ok);
+}
+
+/// Requires the run to match the oracle.
+inline void require_oracle_match(Backend backend, int step, const Workload& workload, const KernelOptions& options = {}) {
+  require_matches_oracle(run_on(backend, step, workload, options), backend, step, workload, options);
 }
 
 /// Whether \p step runs storage type \p dtype (KernelEntry::runs_f32).
@@ -87,18 +97,55 @@ inline void check_shapes(Backend backend, int step) {
   }
 }
 
-/// Knobs never change the answer beyond rounding; the same input gives the same bits twice.
+/// The shuffled thread orders the determinism check runs in the emulator: seeds 1 and 2, and the
+/// seed PAGEDATTN_EMU_SHUFFLE names, if it names one.
+inline std::vector<emu::ThreadOrder> shuffled_orders() {
+  std::vector<emu::ThreadOrder> orders = {{true, 1}, {true, 2}};
+  const emu::ThreadOrder ambient = emu::thread_order();
+  if (ambient.shuffled && ambient.seed != 1 && ambient.seed != 2) orders.push_back(ambient);
+  return orders;
+}
+
+/// Requires \p run to have the same bits as \p expected (\p what: how it differs, for the message).
+inline void require_same_bits(const Workload& workload, const RunOutput& expected, const RunOutput& run,
+                              const std::string& what) {
+  const CompareResult same = compare_bitwise(workload.problem, expected.out.data(), run.out.data());
+  INFO(what << ": " << same.summary());
+  REQUIRE(same.ok);
+}
+
+/// Knobs never change the answer beyond rounding; the same input gives the same bits twice and,
+/// in the emulator, in every thread order: each knob's run in the fixed order and in one shuffled
+/// order, the default run in the fixed order twice and in every order of shuffled_orders() (a
+/// result that depends on which thread got somewhere first differs between orders).
 inline void check_knobs_and_determinism(Backend backend, int step, const std::vector<KernelOptions>& knobs) {
   WorkloadSpec spec = debug_spec();
   spec.dtype = DType::bf16;
   spec.context_lens = {700, 1, 0, 129, 64};
   const Workload workload = make_workload(spec);
-  for (const KernelOptions& options : knobs) require_oracle_match(backend, step, workload, options);
+  const bool emulated = backend == Backend::emulator;
+  const std::vector<emu::ThreadOrder> shuffled = emulated ? shuffled_orders() : std::vector<emu::ThreadOrder>{};
+  std::optional<emu::ScopedThreadOrder> fixed;  // the runs not given an order below
+  if (emulated) fixed.emplace(emu::ThreadOrder{});
+  // A run in a given thread order, and what a message says of it.
+  auto run_in = [&](const emu::ThreadOrder& order, const KernelOptions& options) {
+    const emu::ScopedThreadOrder scope(order);
+    return run_on(backend, step, workload, options);
+  };
+  auto in_order = [&](const emu::ThreadOrder& order, const KernelOptions& options) {
+    return cat(describe_run(backend, step, workload, options), " in the ", emu::describe(order), " against the fixed order");
+  };
+  for (std::size_t k = 0; k < knobs.size(); ++k) {
+    const RunOutput run = run_on(backend, step, workload, knobs[k]);
+    require_matches_oracle(run, backend, step, workload, knobs[k]);
+    if (!emulated) continue;
+    const emu::ThreadOrder order{true, 1 + k};
+    require_same_bits(workload, run, run_in(order, knobs[k]), in_order(order, knobs[k]));
+  }
   const RunOutput first = run_on(backend, step, workload);
-  const RunOutput second = run_on(backend, step, workload);
-  const CompareResult same = compare_bitwise(workload.problem, first.out.data(), second.out.data());
-  INFO(same.summary());
-  REQUIRE(same.ok);
+  require_same_bits(workload, first, run_on(backend, step, workload), "a second run");
+  if (!emulated) return;
+  for (const emu::ThreadOrder& order : shuffled) require_same_bits(workload, first, run_in(order, {}), in_order(order, {}));
 }
 
 /// Settings of the knobs a step declares (KernelEntry::knobs): threads, splits either side of

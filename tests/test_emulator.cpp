@@ -1,11 +1,14 @@
 // The pretend GPU's own tests: correct kernels run and give the right answer; planted bugs
 // (a missing barrier, a read past a tensor, a barrier some threads skip, a shuffle under a
 // wrong mask, a misaligned vector load, a page looked up one block-table entry too far) are each
-// caught with a message that names the place (file:line).
+// caught with a message that names the place (file:line); a result that depends on the order of
+// the threads differs between shuffled orders.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/workload.h"
@@ -235,6 +238,23 @@ __global__ void keys_a_pool_too_far(DecodeArgs<T> args, gspan<float> out, std::i
   out[seq * blockDim.x + token] = to_float(args.key_cache[args.token_offset(seq, 0, token) + pool_elems]);
 }
 
+// ----- thread order ---------------------------------------------------------------------------
+
+/// BUG: every thread adds its value to total[0] with a plain read and write, no atomic. A GPU
+/// loses updates; the emulator runs each thread's update whole, so the sum is taken in the order
+/// the threads ran and its rounding depends on that order.
+__global__ void sum_in_arrival_order(gspan<const float> values, gspan<float> total) {
+  total[0] = total[0] + values[blockIdx.x * blockDim.x + threadIdx.x];
+}
+
+/// BUG: thread 0 writes a global value that the other threads of its program read, with no
+/// barrier between. In the fixed order thread 0 runs first and every thread reads its value.
+__global__ void global_missing_barrier(gspan<float> flag, gspan<float> out) {
+  if (threadIdx.x == 0) flag[blockIdx.x] = 1.0f;
+  // __syncthreads();   <- missing
+  out[blockIdx.x * blockDim.x + threadIdx.x] = flag[blockIdx.x];
+}
+
 }  // namespace pa::PA_KERNELS::emulator_tests
 
 namespace {
@@ -247,6 +267,11 @@ std::vector<float> iota_floats(std::size_t n, float start = 1.0f) {
   std::iota(v.begin(), v.end(), start);
   return v;
 }
+
+// The messages these tests expect name the thread that faults first, which the thread order
+// decides: they run in the fixed order whatever PAGEDATTN_EMU_SHUFFLE says. The thread-order
+// tests below choose their orders.
+const bool kFixedOrder = (pa::emu::set_thread_order({}), true);
 
 /// "tests/test_emulator.cpp:<line>": how a fault names a line of this file.
 std::string this_file_at(int line) { return "tests/test_emulator.cpp:" + std::to_string(line); }
@@ -592,6 +617,137 @@ TEST_CASE("emulator: an out-of-bounds page names the block-table entry it came f
     CHECK(contains(message, cat("no block_tables entry this thread read recently holds that page (its last read: "
                                 "block_tables[0] = ", page, " at ", table_read_at)));
   }
+}
+
+// ----- thread order ---------------------------------------------------------------------------
+
+namespace {
+/// 256 floats of magnitudes 2^-20 to 2^20, both signs: their float sum rounds differently in
+/// different orders.
+std::vector<float> spread_values() {
+  std::vector<float> values(256);
+  for (int i = 0; i < 256; ++i)
+    values[static_cast<std::size_t>(i)] =
+        std::ldexp(1.0f + static_cast<float>(i * 37 % 101) / 101.0f, i * 13 % 41 - 20) * (i % 3 == 0 ? -1.0f : 1.0f);
+  return values;
+}
+
+/// The bits of sum_in_arrival_order's total over \p programs programs of 256 / programs
+/// threads, run in \p order.
+std::uint32_t arrival_sum_bits(pa::emu::ThreadOrder order, unsigned programs) {
+  const pa::emu::ScopedThreadOrder scope(order);
+  const std::vector<float> values = spread_values();
+  float total = 0.0f;
+  launch_kernel("sum_in_arrival_order", sum_in_arrival_order, dim3(programs), dim3(256 / programs), 0, nullptr,
+                gspan<const float>(values.data(), 256, "values"), gspan<float>(&total, 1, "total"));
+  return pa::float_bits(total);
+}
+
+pa::emu::ThreadOrder shuffled(std::uint64_t seed) { return {true, seed}; }
+}  // namespace
+
+TEST_CASE("emulator thread order: a sum in arrival order differs between shuffled orders", "[emulator][order][planted]") {
+  SECTION("threads of one program") {
+    const std::uint32_t fixed = arrival_sum_bits({}, 1);
+    CHECK(arrival_sum_bits({}, 1) == fixed);  // the fixed order cannot show it
+    const std::uint32_t seed1 = arrival_sum_bits(shuffled(1), 1);
+    const std::uint32_t seed2 = arrival_sum_bits(shuffled(2), 1);
+    CHECK(seed1 != seed2);
+    CHECK((seed1 != fixed || seed2 != fixed));
+    arrival_sum_bits(shuffled(3), 4);                  // other launches in between
+    CHECK(arrival_sum_bits(shuffled(1), 1) == seed1);  // change nothing: a seed is one order
+  }
+  SECTION("programs of one grid, one thread each") {
+    const std::uint32_t fixed = arrival_sum_bits({}, 256);
+    CHECK(arrival_sum_bits({}, 256) == fixed);
+    CHECK(arrival_sum_bits(shuffled(1), 256) != arrival_sum_bits(shuffled(2), 256));
+  }
+}
+
+TEST_CASE("emulator thread order: a missing barrier before a global read shows only when shuffled", "[emulator][order][planted]") {
+  constexpr int kPrograms = 2, kThreads = 64;
+  // How many threads read the flag before thread 0 of their program set it, in \p order.
+  auto early_reads = [&](pa::emu::ThreadOrder order) {
+    const pa::emu::ScopedThreadOrder scope(order);
+    std::vector<float> flag(kPrograms, 0.0f), out(kPrograms * kThreads, -1.0f);
+    launch_kernel("global_missing_barrier", global_missing_barrier, dim3(kPrograms), dim3(kThreads), 0, nullptr,
+                  gspan<float>(flag.data(), kPrograms, "flag"), gspan<float>(out.data(), kPrograms * kThreads, "out"));
+    return std::count(out.begin(), out.end(), 0.0f);
+  };
+  CHECK(early_reads({}) == 0);
+  CHECK(early_reads(shuffled(1)) > 0);
+  CHECK(early_reads(shuffled(2)) > 0);
+}
+
+TEST_CASE("emulator thread order: correct kernels give the same bits in every order", "[emulator][order]") {
+  const auto input = iota_floats(4 * 256);
+  std::vector<float> sums(4), warp(32), exchanged(64);
+  std::vector<int> locals(128);
+  auto run_all = [&] {
+    launch_kernel("block_sum", block_sum, dim3(4), dim3(256), 0, nullptr, gspan<const float>(input.data(), 1024, "input"),
+                  gspan<float>(sums.data(), 4, "output"));
+    launch_kernel("warp_sum", warp_sum, dim3(1), dim3(32), 0, nullptr, gspan<const float>(input.data(), 32, "input"),
+                  gspan<float>(warp.data(), 32, "output"));
+    launch_kernel("syncwarp_exchange", syncwarp_exchange, dim3(1), dim3(64), 0, nullptr,
+                  gspan<float>(exchanged.data(), 64, "out"));
+    launch_kernel("locals", locals_across_barriers, dim3(2), dim3(128), 0, nullptr, gspan<int>(locals.data(), 128, "out"));
+  };
+  run_all();
+  const auto fixed = std::make_tuple(sums, warp, exchanged, locals);
+  for (std::uint64_t seed : {1u, 2u, 3u, 4u}) {
+    const pa::emu::ScopedThreadOrder scope(shuffled(seed));
+    run_all();
+    CAPTURE(seed);
+    CHECK((std::make_tuple(sums, warp, exchanged, locals) == fixed));
+  }
+}
+
+TEST_CASE("emulator thread order: every planted race and divergence is caught in shuffled orders too, naming the seed", "[emulator][order][planted]") {
+  const auto input = iota_floats(64);
+  std::vector<float> output(64, 0);
+  const gspan<const float> in(input.data(), 64, "input");
+  const gspan<float> out(output.data(), 64, "output");
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    const pa::emu::ScopedThreadOrder scope(shuffled(seed));
+    CAPTURE(seed);
+    const std::string seed_note = cat("[shuffled order, seed ", seed, " (PAGEDATTN_EMU_SHUFFLE=", seed, " repeats it)]");
+    // Whichever neighbour runs first, the read is reported at its line: as a race, or as a read
+    // of an element no thread has written yet.
+    std::string message = fault_of([&] { launch_kernel("missing_barrier", missing_barrier, dim3(3), dim3(64), 0, nullptr, in, out); });
+    CHECK(contains(message, "values["));
+    CHECK(contains(message, this_file_at(kMissingBarrierRead)));
+    CHECK(contains(message, seed_note));
+    message = fault_of([&] { launch_kernel("reduction", missing_barrier_reduction, dim3(1), dim3(64), 0, nullptr, in, out); });
+    CHECK(contains(message, "partial["));
+    message = fault_of([&] { launch_kernel("write_after_read", write_after_read, dim3(1), dim3(64), 0, nullptr, out); });
+    CHECK(contains(message, "shared-memory race on value[0]"));
+    message = fault_of([&] { launch_kernel("barrier_in_branch", barrier_in_branch, dim3(1), dim3(64), 0, nullptr, out); });
+    CHECK(contains(message, "exited without reaching __syncthreads at " + this_file_at(kBarrierInBranch)));
+    message = fault_of([&] { launch_kernel("lanes_missing", shuffle_lanes_missing, dim3(1), dim3(32), 0, nullptr, out); });
+    CHECK(contains(message, "__shfl_xor_sync at " + this_file_at(kShuffleLanesMissing)));
+    message = fault_of([&] { launch_kernel("read_past_end", read_past_end, dim3(2), dim3(64), 0, nullptr, in, out); });
+    CHECK(contains(message, "thread (63,0,0): out-of-bounds read of input[64] (extent 64) at " + this_file_at(kReadPastEnd)));
+    CHECK(contains(message, seed_note));
+  }
+}
+
+TEST_CASE("emulator thread order: set, scoped and described", "[emulator][order]") {
+  CHECK_FALSE(pa::emu::thread_order().shuffled);  // this file runs in the fixed order
+  {
+    const pa::emu::ScopedThreadOrder scope(shuffled(42));
+    CHECK(pa::emu::thread_order().shuffled);
+    CHECK(pa::emu::thread_order().seed == 42);
+    CHECK(pa::emu::describe(pa::emu::thread_order()) == "shuffled order, seed 42 (PAGEDATTN_EMU_SHUFFLE=42 repeats it)");
+  }
+  CHECK_FALSE(pa::emu::thread_order().shuffled);
+  CHECK(pa::emu::describe(pa::emu::thread_order()) == "fixed order");
+  // In the fixed order a fault needs no note to be repeated.
+  std::vector<float> output(64, 0);
+  CHECK_FALSE(contains(fault_of([&] {
+                         launch_kernel("barrier_in_branch", barrier_in_branch, dim3(1), dim3(64), 0, nullptr,
+                                       gspan<float>(output.data(), 64, "output"));
+                       }),
+                       "shuffled"));
 }
 
 TEST_CASE("portable: fast_exp2 flushes subnormal results as the GPU's ex2.approx.ftz does", "[emulator]") {

@@ -176,6 +176,10 @@ namespace {
 using namespace pa::kernels_emu;
 using namespace pa::kernels_emu::emulator_async_tests;
 
+// The messages these tests expect name the thread that faults first, which the thread order
+// decides: they run in the fixed order whatever PAGEDATTN_EMU_SHUFFLE says.
+const bool kFixedOrder = (pa::emu::set_thread_order({}), true);
+
 /// "tests/test_emulator_async.cpp:<line>": how a fault names a line of this file.
 std::string this_file_at(int line) { return "tests/test_emulator_async.cpp:" + std::to_string(line); }
 

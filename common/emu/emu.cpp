@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <bit>
 #include <boost/context/fiber.hpp>
+#include <cstdlib>
 #include <exception>
 #include <memory>
+#include <numeric>
 #include <sstream>
 
 namespace pa::emu {
@@ -71,6 +73,37 @@ struct TableReads {
   TableRead recent[kKept];
   std::uint32_t total = 0;  // reads so far in this program; the newest is recent[(total - 1) % kKept]
 };
+
+/// splitmix64: a 64-bit mixing function, the same on every platform (the orders a seed gives
+/// must not depend on the standard library).
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// The generator of the shuffled orders (splitmix64's sequence).
+struct OrderRng {
+  std::uint64_t state;
+  /// A number in [0, n).
+  std::uint32_t below(std::uint32_t n) {
+    state += 0x9e3779b97f4a7c15ull;
+    return static_cast<std::uint32_t>((mix64(state) >> 32) * n >> 32);
+  }
+  /// Fisher-Yates over \p items.
+  template <class Item>
+  void shuffle(std::vector<Item>& items) {
+    for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[below(static_cast<std::uint32_t>(i))]);
+  }
+};
+
+/// FNV-1a of \p text, so that two kernels of one run get different orders from one seed.
+std::uint64_t name_hash(const char* text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (; *text; ++text) hash = (hash ^ static_cast<unsigned char>(*text)) * 0x100000001b3ull;
+  return hash;
+}
 
 struct StaticKey {
   const char* file;
@@ -146,6 +179,10 @@ struct Runtime {
   std::size_t launch_writes_compacted = 0;   ///< its size after the last compaction
   std::vector<ByteRange> previous_writes;    ///< what the launch before it wrote: sorted, disjoint
   std::string previous_kernel;               ///< that launch's kernel name
+  ThreadOrder order;                         ///< valid once order_known
+  bool order_known = false;                  ///< read from the environment or set
+  OrderRng order_rng{0};                     ///< the running program's generator (shuffled order)
+  std::vector<int> round_order;              ///< the running program's threads in this round's order
   std::vector<std::uint8_t> is_table;        ///< by tensor id: a paged tensor names it as its table
   std::vector<TableReads> table_reads;       ///< per thread of the running program (by linear id)
 };
@@ -179,7 +216,11 @@ std::string here() {
   return out.str();
 }
 
-[[noreturn]] void fault(const std::string& what) { throw KernelError(cat(here(), ": ", what)); }
+/// The thread order's note at the end of a message: empty in the fixed order, which needs none to
+/// be repeated; the seed in a shuffled one.
+std::string order_note() { return rt.order_known && rt.order.shuffled ? cat(" [", describe(rt.order), ']') : ""; }
+
+[[noreturn]] void fault(const std::string& what) { throw KernelError(cat(here(), ": ", what, order_note())); }
 
 /// " at file:line": the place a fault happened, as messages end.
 std::string at(const std::source_location& where) { return cat(" at ", where_str(where)); }
@@ -413,6 +454,14 @@ void run_program(Program& prog, const std::function<void()>& body) {
   for (int id = 0; id < num_threads; ++id) rt.copies[static_cast<std::size_t>(id)].clear();  // left by a program a fault ended
   if (rt.table_reads.size() < static_cast<std::size_t>(num_threads)) rt.table_reads.resize(static_cast<std::size_t>(num_threads));
   for (int id = 0; id < num_threads; ++id) rt.table_reads[static_cast<std::size_t>(id)].total = 0;
+  std::vector<int>& order = rt.round_order;  // the threads in the order this round runs them
+  order.resize(static_cast<std::size_t>(num_threads));
+  std::iota(order.begin(), order.end(), 0);
+  if (rt.order.shuffled) {  // this program's own generator: its orders do not depend on the programs before it
+    const dim3& b = prog.block_idx;
+    const std::uint64_t program = (std::uint64_t{b.z} * shape.grid.y + b.y) * shape.grid.x + b.x;
+    rt.order_rng.state = mix64(mix64(rt.order.seed ^ name_hash(shape.kernel_name)) + program);
+  }
   for (int id = 0; id < num_threads; ++id) {
     Thread& t = prog.threads[id];
     t.linear = id;
@@ -439,8 +488,10 @@ void run_program(Program& prog, const std::function<void()>& body) {
                           });
   }
   for (;;) {
+    if (rt.order.shuffled) rt.order_rng.shuffle(order);
     bool all_exited = true;
-    for (Thread& t : prog.threads) {
+    for (const int id : order) {
+      Thread& t = prog.threads[static_cast<std::size_t>(id)];
       if (t.state == ThreadState::runnable) {
         rt.current = &t;
         t.fiber = std::move(t.fiber).resume();
@@ -530,46 +581,83 @@ void launch(const LaunchShape& shape, const std::function<void()>& thread_body) 
   if (shape.dynamic_shared_bytes > rt.limits.max_dynamic_shared)
     throw KernelError(cat("kernel ", name, ": asks for ", shape.dynamic_shared_bytes,
                           " bytes of dynamic shared memory; the device allows ", rt.limits.max_dynamic_shared));
+  thread_order();  // reads PAGEDATTN_EMU_SHUFFLE on the first launch (a bad value throws here)
   ++rt.totals.launches;
+  // The programs by linear index (x fastest), in grid order or shuffled.
+  std::vector<std::uint64_t> programs(shape.grid.volume());
+  std::iota(programs.begin(), programs.end(), std::uint64_t{0});
+  if (rt.order.shuffled) OrderRng{mix64(rt.order.seed ^ name_hash(shape.kernel_name))}.shuffle(programs);
   Program prog;
   prog.shape = &shape;
-  for (unsigned z = 0; z < shape.grid.z; ++z) {
-    for (unsigned y = 0; y < shape.grid.y; ++y) {
-      for (unsigned x = 0; x < shape.grid.x; ++x) {
-        prog.block_idx = dim3(x, y, z);
-        prog.epoch = 1;
-        prog.static_arrays.clear();
-        prog.static_bytes = 0;
-        prog.dynamic.reset();
-        prog.traced = rt.tracing && rt.traced_block.x == x && rt.traced_block.y == y &&
-                      rt.traced_block.z == z;
-        rt.program = &prog;
-        // A fault raised inside a thread is parked in rt.error; one found by the scheduler
-        // (divergent barrier, bad mask) is thrown directly. Either way the suspended fibers
-        // are unwound (their stacks go back to the pool) and the emulator is ready again.
-        std::exception_ptr error;
-        try {
-          run_program(prog, thread_body);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        if (!error) error = rt.error;
-        rt.error = nullptr;
-        if (error) {
-          abort_program(prog);
-          rt.program = nullptr;
-          rt.current = nullptr;
-          finish_launch_writes(shape);
-          std::rethrow_exception(error);
-        }
-        ++rt.totals.programs;
-        rt.totals.threads += prog.threads.size();
-        prog.threads.clear();
-        rt.program = nullptr;
-      }
+  for (const std::uint64_t linear : programs) {
+    const auto x = static_cast<unsigned>(linear % shape.grid.x);
+    const auto y = static_cast<unsigned>(linear / shape.grid.x % shape.grid.y);
+    const auto z = static_cast<unsigned>(linear / (std::uint64_t{shape.grid.x} * shape.grid.y));
+    prog.block_idx = dim3(x, y, z);
+    prog.epoch = 1;
+    prog.static_arrays.clear();
+    prog.static_bytes = 0;
+    prog.dynamic.reset();
+    prog.traced = rt.tracing && rt.traced_block.x == x && rt.traced_block.y == y && rt.traced_block.z == z;
+    rt.program = &prog;
+    // A fault raised inside a thread is parked in rt.error; one found by the scheduler
+    // (divergent barrier, bad mask) is thrown directly. Either way the suspended fibers
+    // are unwound (their stacks go back to the pool) and the emulator is ready again.
+    std::exception_ptr error;
+    try {
+      run_program(prog, thread_body);
+    } catch (...) {
+      error = std::current_exception();
     }
+    if (!error) error = rt.error;
+    rt.error = nullptr;
+    if (error) {
+      abort_program(prog);
+      rt.program = nullptr;
+      rt.current = nullptr;
+      finish_launch_writes(shape);
+      std::rethrow_exception(error);
+    }
+    ++rt.totals.programs;
+    rt.totals.threads += prog.threads.size();
+    prog.threads.clear();
+    rt.program = nullptr;
   }
   finish_launch_writes(shape);
+}
+
+ThreadOrder thread_order() {
+  if (!rt.order_known) {
+    const char* value = std::getenv("PAGEDATTN_EMU_SHUFFLE");
+    const std::string text = value ? value : "";
+    ThreadOrder order;
+    if (!text.empty() && text != "off") {
+      std::size_t used = 0;
+      try {
+        order.seed = std::stoull(text, &used, 10);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      // Error, not ArgumentError: a program reports a bad setting, not a kernel's refusal.
+      if (used != text.size() || text.front() == '-')
+        throw Error(cat("emulator: PAGEDATTN_EMU_SHUFFLE: expected a seed (a decimal number from 0 to 2^64-1), "
+                        "\"off\" or nothing, got \"", text, '"'));
+      order.shuffled = true;
+    }
+    rt.order = order;
+    rt.order_known = true;
+  }
+  return rt.order;
+}
+
+void set_thread_order(ThreadOrder order) {
+  rt.order = order;
+  rt.order_known = true;
+}
+
+std::string describe(const ThreadOrder& order) {
+  if (!order.shuffled) return "fixed order";
+  return cat("shuffled order, seed ", order.seed, " (PAGEDATTN_EMU_SHUFFLE=", order.seed, " repeats it)");
 }
 
 const dim3& thread_idx() {

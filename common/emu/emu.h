@@ -18,6 +18,8 @@
 ///    wait_for_previous_kernel() is reported;
 ///  - reports divergent barriers (threads waiting at different `__syncthreads`, or some exited
 ///    while others wait) and warp collectives with a wrong mask;
+///  - runs programs and threads in a fixed order, or in a seeded shuffled one (ThreadOrder), so
+///    that a result that depends on the order differs between runs;
 ///  - counts bytes read and written per tensor, and traces what one chosen program read.
 /// Every error is a pa::KernelError naming the kernel, program, thread, tensor, index and the
 /// source line of the access (file:line); an out-of-bounds index into a paged tensor also says
@@ -71,6 +73,41 @@ struct Limits {
 };
 Limits& limits();
 
+// ----- thread order ---------------------------------------------------------------------------
+/// The order the emulator runs a launch in. A GPU runs a grid's programs, and a program's warps,
+/// in no order a kernel may rely on; the emulator runs them one at a time.
+///  - fixed: programs in grid order; in each program, threads in index order, each until it
+///    reaches the next barrier or warp collective (a "round"), then the next thread.
+///  - shuffled: the programs of each launch in a permuted order, and the threads of each round
+///    in a permuted order, a new permutation every round; each drawn from a generator seeded by
+///    \p seed, the kernel's name and the program's index, so one seed gives the same orders in
+///    every run, whatever ran before.
+/// A correct kernel gives the same bits in every order. A result that depends on which thread
+/// got somewhere first (a float sum in arrival order, a global value read before another thread
+/// of the program wrote it) differs between seeds. The race detector sees the same accesses in
+/// either order. A fault in a shuffled launch names the seed.
+struct ThreadOrder {
+  bool shuffled = false;
+  std::uint64_t seed = 0;
+};
+/// The order of the launches that follow on this host thread. Until set it is what the
+/// environment says: PAGEDATTN_EMU_SHUFFLE=<seed> (a decimal number) is shuffled with that seed;
+/// unset, empty or "off" is fixed; anything else is a pa::Error at the first launch.
+ThreadOrder thread_order();
+void set_thread_order(ThreadOrder order);
+/// "fixed order", or "shuffled order, seed S (PAGEDATTN_EMU_SHUFFLE=S repeats it)".
+std::string describe(const ThreadOrder& order);
+/// Sets the thread order while it lives, then restores the one before.
+class ScopedThreadOrder {
+ public:
+  explicit ScopedThreadOrder(ThreadOrder order) : saved_(thread_order()) { set_thread_order(order); }
+  ~ScopedThreadOrder() { set_thread_order(saved_); }
+  ScopedThreadOrder(const ScopedThreadOrder&) = delete;
+  ScopedThreadOrder& operator=(const ScopedThreadOrder&) = delete;
+
+ private:
+  ThreadOrder saved_;
+};
 
 // ----- the built-in variables and barriers ----------------------------------------------------
 const dim3& thread_idx();
