@@ -22,7 +22,7 @@
 ///    that a result that depends on the order differs between runs;
 ///  - counts bytes read and written per tensor, and traces what one chosen program read.
 /// Every error is a pa::KernelError naming the kernel, program, thread, tensor, index and the
-/// source line of the access (file:line); an out-of-bounds index into a paged tensor also says
+/// source line of the access (`path:line`); an out-of-bounds index into a paged tensor also says
 /// which block-table entry its page came from, where the thread read it itself.
 ///
 /// Kernels never include this header: they use kernels/portable/portable.h, which maps the
@@ -91,7 +91,7 @@ struct ThreadOrder {
   std::uint64_t seed = 0;
 };
 /// The order of the launches that follow on this host thread. Until set it is what the
-/// environment says: PAGEDATTN_EMU_SHUFFLE=<seed> (a decimal number) is shuffled with that seed;
+/// environment says: `PAGEDATTN_EMU_SHUFFLE=<seed>` (a decimal number) is shuffled with that seed;
 /// unset, empty or "off" is fixed; anything else is a pa::Error at the first launch.
 ThreadOrder thread_order();
 void set_thread_order(ThreadOrder order);

@@ -16,7 +16,7 @@
 ///    alignment-verified load in the emulator).
 ///
 /// In the emulator every access also carries the source location of the kernel line that makes
-/// it, so a fault names file:line: `span[i]` and `shared[i]` take it through their index type,
+/// it, so a fault names `path:line`: `span[i]` and `shared[i]` take it through their index type,
 /// and the functions below through a last, defaulted parameter (PA_CALLER_WHERE) that a kernel
 /// never passes. Under nvcc that parameter does not exist.
 ///
