@@ -4,8 +4,13 @@
 # ---------------------------------------------------------------------------------------------
 # pagedattn_add_kernel(<NN> <name>)
 #   Compiles kernels/<NN>_<name>.cuh once for the emulator (g++) and, when CUDA is built, once
-#   for the GPU (nvcc), from the same source. Each target gets a generated unit that includes
-#   the kernel and exports `pa::kernels_<target>::step<NN>_entry()`, which the registry lists.
+#   for the GPU (nvcc), from the same source, into the library pagedattn_kernel_<NN>. Each
+#   target gets a generated unit that includes the kernel and exports
+#   `pa::kernels_<target>::step<NN>_entry()`, which the registry lists. Two registries link it:
+#   pagedattn_kernels (every step: the tour, the tests, the benchmarks) and pagedattn_kernels_<NN>
+#   (this step alone: its program). A rung includes the rung below it, so editing step 06's file
+#   makes every unit from 06 up stale; the step's program depends on its own unit only, so
+#   rebuilding it after such an edit recompiles one unit (docs/pages/debugging.md measures it).
 # ---------------------------------------------------------------------------------------------
 set(PAGEDATTN_KERNEL_STEPS "" CACHE INTERNAL "")
 function(pagedattn_add_kernel number name)
@@ -13,25 +18,38 @@ function(pagedattn_add_kernel number name)
   set(KERNEL_NS "step${number}")
   set(generated "${CMAKE_BINARY_DIR}/generated/kernels")
   configure_file("${PROJECT_SOURCE_DIR}/cmake/kernel_unit.in" "${generated}/step${number}.emu.cpp" @ONLY)
-  target_sources(pagedattn_kernels PRIVATE "${generated}/step${number}.emu.cpp")
+  add_library(pagedattn_kernel_${number} STATIC "${generated}/step${number}.emu.cpp")
   if(PAGEDATTN_HAVE_CUDA)
     configure_file("${PROJECT_SOURCE_DIR}/cmake/kernel_unit.in" "${generated}/step${number}.cuda.cu" @ONLY)
-    target_sources(pagedattn_kernels PRIVATE "${generated}/step${number}.cuda.cu")
+    target_sources(pagedattn_kernel_${number} PRIVATE "${generated}/step${number}.cuda.cu")
+    set_target_properties(pagedattn_kernel_${number} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
   endif()
+  target_include_directories(pagedattn_kernel_${number} PUBLIC "${PROJECT_SOURCE_DIR}")
+  target_link_libraries(pagedattn_kernel_${number} PUBLIC pagedattn_common)
+  target_link_libraries(pagedattn_kernels PUBLIC pagedattn_kernel_${number})
+  # The registry of this step alone, from its own one-line kernel_list.inc.
+  pagedattn_write_list("${generated}/step${number}" "PA_KERNEL_STEP(${number})\n")
+  add_library(pagedattn_kernels_${number} STATIC "${PROJECT_SOURCE_DIR}/kernels/registry.cpp")
+  target_include_directories(pagedattn_kernels_${number} PRIVATE "${generated}/step${number}")
+  target_link_libraries(pagedattn_kernels_${number} PUBLIC pagedattn_kernel_${number})
   set(steps ${PAGEDATTN_KERNEL_STEPS})
   list(APPEND steps ${number})
   set(PAGEDATTN_KERNEL_STEPS "${steps}" CACHE INTERNAL "")
 endfunction()
 
-# Writes the list of kernel steps for kernels/registry.cpp.
+# Writes \p lines to <dir>/kernel_list.inc, touching the file only when they change.
+function(pagedattn_write_list dir lines)
+  file(WRITE "${dir}/kernel_list.inc.tmp" "${lines}")
+  file(COPY_FILE "${dir}/kernel_list.inc.tmp" "${dir}/kernel_list.inc" ONLY_IF_DIFFERENT)
+endfunction()
+
+# Writes the list of kernel steps for kernels/registry.cpp (the registry of every step).
 function(pagedattn_write_kernel_list)
   set(lines "")
   foreach(number IN LISTS PAGEDATTN_KERNEL_STEPS)
     string(APPEND lines "PA_KERNEL_STEP(${number})\n")
   endforeach()
-  file(WRITE "${CMAKE_BINARY_DIR}/generated/kernels/kernel_list.inc.tmp" "${lines}")
-  file(COPY_FILE "${CMAKE_BINARY_DIR}/generated/kernels/kernel_list.inc.tmp"
-       "${CMAKE_BINARY_DIR}/generated/kernels/kernel_list.inc" ONLY_IF_DIFFERENT)
+  pagedattn_write_list("${CMAKE_BINARY_DIR}/generated/kernels" "${lines}")
 endfunction()
 
 # ---------------------------------------------------------------------------------------------
@@ -40,11 +58,19 @@ endfunction()
 #   steps/<NN_name>/bench.cpp -> program  benchNN_name  (Google Benchmark)
 #   and a smoke test that runs the program on its debug workload (it exits non-zero on any
 #   mismatch), labelled "step" so `ctest -L step` runs the ladder.
+#   The program links the registry of its own kernel (pagedattn_kernels_NN) and no other rung's,
+#   so building it compiles that rung alone; a step without a kernel (00, 01) links only what
+#   it includes, common/ and reference/.
 # ---------------------------------------------------------------------------------------------
 function(pagedattn_add_step folder)
   set(dir "${PROJECT_SOURCE_DIR}/steps/${folder}")
   add_executable(step${folder} "${dir}/main.cpp")
-  target_link_libraries(step${folder} PRIVATE pagedattn_harness)
+  string(SUBSTRING "${folder}" 0 2 number)
+  if(TARGET pagedattn_kernels_${number})
+    target_link_libraries(step${folder} PRIVATE pagedattn_harness_core pagedattn_kernels_${number})
+  else()
+    target_link_libraries(step${folder} PRIVATE pagedattn_reference)
+  endif()
   add_executable(bench${folder} "${dir}/bench.cpp")
   target_link_libraries(bench${folder} PRIVATE pagedattn_bench)
   if(BUILD_TESTING)
