@@ -19,9 +19,10 @@ PA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Everything the build, the tests, the docs and the notebooks need on Debian 12. The notebook
 # stack is Debian's: it lives under /usr/bin/python3, not under whatever python3 comes first on
 # PATH. doxygen-awesome-css is the docs' theme (the docs build without it, plainer). chromium
-# renders the built pages headless for scripts/check_html --browser.
+# renders the built pages headless for scripts/check_html --browser. patch builds the solved
+# exercises (exercises/solutions/*.diff).
 PA_PACKAGES=(
-  cmake ninja-build g++
+  cmake ninja-build g++ patch
   catch2 libeigen3-dev libbenchmark-dev libbenchmark-tools libboost-context-dev
   doxygen graphviz doxygen-awesome-css chromium
   python3 jupyter-nbconvert python3-nbclient python3-ipykernel python3-matplotlib python3-nbformat

@@ -1058,6 +1058,23 @@ def fragments_region(root: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+EXERCISES_BEGIN = "<!-- exercises:begin -->"
+EXERCISES_END = "<!-- exercises:end -->"
+EXERCISES_FILE = Path("docs") / "results" / "exercise-reports.md"
+
+
+def exercises_region(root: Path) -> str:
+    """The text between `<!-- exercises:begin -->` and `<!-- exercises:end -->`: what the
+    exercises' runner prints for every broken kernel of exercises/ (`exercise --all --markdown`),
+    kept in docs/results/exercise-reports.md; the ctest `exercises.reports` fails when that file
+    and the program disagree."""
+    path = root / EXERCISES_FILE
+    if not path.is_file():
+        return (f"`{EXERCISES_FILE.as_posix()}` is missing: write it with "
+                "`exercise --all --markdown > docs/results/exercise-reports.md`.")
+    return path.read_text(encoding="utf-8")
+
+
 def replace_regions(text: str, content: str, begin: str = BEGIN_MARKER, end: str = END_MARKER) -> str:
     """\\p text with everything between each \\p begin / \\p end marker pair replaced by \\p content."""
     if text.count(begin) != text.count(end):
@@ -1083,11 +1100,14 @@ def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
         new = replace_regions(new, sweeps_region(ladder), SWEEPS_BEGIN, SWEEPS_END)
     if FRAGMENTS_BEGIN in text:
         new = replace_regions(new, fragments_region(ladder.root), FRAGMENTS_BEGIN, FRAGMENTS_END)
+    if EXERCISES_BEGIN in text:
+        new = replace_regions(new, exercises_region(ladder.root), EXERCISES_BEGIN, EXERCISES_END)
     return new
 
 
 def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
-    """(file, its new text) for README.md and every steps/NN_name/README.md with markers."""
+    """(file, its new text) for README.md, every steps/NN_name/README.md and every
+    docs/pages/*.md with markers (the pages take the regions that are not a step's)."""
     out = []
     readme = ladder.root / "README.md"
     if readme.is_file():
@@ -1101,6 +1121,11 @@ def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
             continue
         text = page.read_text(encoding="utf-8")
         new = _page_regions(ladder, text, int(match.group(1)), page.parent)
+        if new is not text:
+            out.append((page, new))
+    for page in sorted((ladder.root / "docs" / "pages").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        new = _page_regions(ladder, text)
         if new is not text:
             out.append((page, new))
     return out

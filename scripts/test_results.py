@@ -703,5 +703,31 @@ class FragmentsRegionTest(unittest.TestCase):
         self.assertIn("`docs/results/mma-fragments.md` is missing", self.tree.text("steps/03_naive_decode/README.md"))
 
 
+class ExercisesRegionTest(unittest.TestCase):
+    """The exercises' reports: docs/results/exercise-reports.md pasted into a page of docs/pages/."""
+
+    def setUp(self):
+        self.tree = Tree()
+        pages = self.tree.root / "docs" / "pages"
+        pages.mkdir(parents=True)
+        (pages / "debugging.md").write_text(
+            "# Debugging\n\n<!-- exercises:begin -->\nold\n<!-- exercises:end -->\n", encoding="utf-8")
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_the_file_is_pasted_and_check_sees_it(self):
+        self.tree.write("exercise-reports.md", "```\nexercise 01_missing_barrier\n```\n")
+        self.assertEqual(self.tree.run_script("--check").returncode, 1)
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        page = self.tree.text("docs/pages/debugging.md")
+        self.assertIn("<!-- exercises:begin -->\n```\nexercise 01_missing_barrier\n```\n<!-- exercises:end -->", page)
+        self.assertEqual(self.tree.run_script("--check").returncode, 0)
+
+    def test_a_missing_file_is_named(self):
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        self.assertIn("`docs/results/exercise-reports.md` is missing", self.tree.text("docs/pages/debugging.md"))
+
+
 if __name__ == "__main__":
     unittest.main()
