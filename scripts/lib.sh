@@ -10,6 +10,8 @@
 #                  is available, else cpu
 #   pa_configure   runs `cmake --preset <name>` unless build/<name> was already configured
 #                  that way (with the current CMakePresets.json)
+#   pa_point_current <name>
+#                  points the link build/current at build/<name> (the pages' commands use it)
 #   pa_forget_undepended <build dir>
 #                  removes the objects whose entry in Ninja's dependency log lists no headers,
 #                  so the next build compiles them again
@@ -152,6 +154,18 @@ pa_configure() {
   fi
   (cd "${PA_ROOT}" && cmake --preset "${preset}") || return 1
   printf '%s\n' "${want}" >"${stamp}"
+}
+
+# pa_point_current <preset>: points the link build/current at build/<preset>, the folder the
+# scripts built, so that the pages' commands (`build/current/steps/...`) run as written whichever
+# preset was picked. A build/current that is not a link is left alone, with a warning.
+pa_point_current() {
+  local link="${PA_ROOT}/build/current"
+  if [[ -e "${link}" && ! -L "${link}" ]]; then
+    pa_say "build/current is not a link; leaving it (the pages' commands use it: remove it and run again)" >&2
+    return 0
+  fi
+  ln -sfn "$1" "${link}"
 }
 
 # pa_forget_undepended <build dir>: Ninja rebuilds an object when a header it includes changes only
