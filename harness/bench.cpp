@@ -129,10 +129,26 @@ Cached& cached(const std::string& name) {
 void set_bandwidth_counters(benchmark::State& state, double bytes, double seconds) {
   const double gbps = bytes / seconds / 1e9;
   state.counters["GB/s"] = gbps;
-  state.counters["roof_GB/s"] = g_roof_gbps;
-  state.counters["pct_roof"] = g_roof_gbps > 0 ? 100.0 * gbps / g_roof_gbps : 0.0;
+  if (g_roof_gbps > 0) {  // a roof not measured is left out, not written as 0
+    state.counters["roof_GB/s"] = g_roof_gbps;
+    state.counters["pct_roof"] = 100.0 * gbps / g_roof_gbps;
+  }
   state.counters["pct_datasheet"] = 100.0 * gbps / gpu::device_info().limits.datasheet_gbps;
   state.counters["bytes"] = bytes;
+}
+
+/// The knobs as the plan ran them (the kernel's choices filled in), one counter per knob the
+/// step has: `threads_per_block`, `num_splits`, `tile_tokens`, `variant`. A knob the step does
+/// not have gets no counter (Google Benchmark's counters are numbers: absent is its null).
+void set_knob_counters(benchmark::State& state, const KernelEntry& entry, const KernelOptions& ran) {
+  const std::pair<Knob, std::pair<const char*, int>> knobs[] = {
+      {knob_threads, {"threads_per_block", ran.threads_per_block}},
+      {knob_splits, {"num_splits", ran.num_splits}},
+      {knob_tile, {"tile_tokens", ran.tile_tokens}},
+      {knob_variant, {"variant", ran.variant}},
+  };
+  for (const auto& [bit, counter] : knobs)
+    if (entry.knobs & bit) state.counters[counter.first] = counter.second;
 }
 
 void gpu_benchmark(benchmark::State& state, int step, const std::string& workload_name, const KernelOptions& options,
@@ -162,6 +178,7 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   set_bandwidth_counters(state, static_cast<double>(c.host.bytes_moved()), median);
   state.counters["runs"] = kRuns;
   state.counters["max_abs_error"] = result.max_abs_error;
+  set_knob_counters(state, entry, plan.options);
   state.SetLabel(plan.description);
   if (!result.ok) state.SkipWithError(cat("output check after timing failed: ", result.first_failure).c_str());
 }
@@ -207,6 +224,7 @@ void emulator_benchmark(benchmark::State& state, int step) {
   for (auto _ : state) run = run_emulator(entry, workload, {});
   state.counters["emu_bytes"] = static_cast<double>(run.traffic.total_read() + run.traffic.total_written());
   state.counters["bytes_moved"] = static_cast<double>(workload.bytes_moved());
+  set_knob_counters(state, entry, run.plan.options);
 }
 
 /// A named workload shrunk for the emulator: the same head layout, two sequences of at most

@@ -6,8 +6,10 @@
 /// Registered per step:
 ///  - `stepNN_name/gpu/<workload>` for each named workload of docs/design/BENCHMARKS.md, when a GPU is
 ///    present: median device time of 20 launches (CUDA events, L2 flushed before each, two
-///    warm-ups), counters GB/s (decimal), % of the roof measured at start-up, % of datasheet;
-///    the output is checked against the oracle on sampled sequences after the timed runs.
+///    warm-ups), counters GB/s (decimal), % of the roof measured at start-up, % of datasheet,
+///    and the knobs the plan ran with (`threads_per_block`, `num_splits`, `tile_tokens`,
+///    `variant`: the step's own knobs only); the output is checked against the oracle on sampled
+///    sequences after the timed runs.
 ///    Checked mode (DecodeView::checked) is off in these timings: they time the kernel alone.
 ///  - `stepNN_name/gpu/<workload>/checked`: the same with checked mode on (the check kernel and
 ///    the wait for its answer before each launch): the mode's cost is its time minus the row's.
@@ -16,7 +18,8 @@
 ///  - `stepNN_name/gpu/sweep-<context>`: the same for a context-length sweep (16 sequences of
 ///    gqa-batch's head layout, contexts 512 to 32768).
 ///  - `stepNN_name/gpu/group-<g>` and `stepNN_name/gpu/head-dim-<d>` (register_shape_sweeps).
-///  - `stepNN_name/emulator/tour`: the emulator on the tour workload (CPU time).
+///  - `stepNN_name/emulator/tour`: the emulator on the tour workload (CPU time), with its byte
+///    count, the bytes a decode step must move, and the knobs its plan ran with.
 ///  - `stepNN_name/traffic/<workload>`: the emulator's byte count on a miniature of each named
 ///    workload (same heads, dim, page; two sequences of at most 256 tokens), scaled to the
 ///    full workload's tokens: the step's predicted bytes, whose time at the roof is its floor.

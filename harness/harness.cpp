@@ -242,6 +242,7 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
   report.step = step;
   const KernelEntry& emulated = kernel(step, Backend::emulator);
   report.kernel = emulated.name;
+  report.bytes_must_move = w.bytes_moved();
   auto start = Clock::now();
   const OracleRows oracle = oracle_rows(w, settings.sample ? sample_sequences(w) : std::vector<int>{});
   report.oracle_seconds = seconds_since(start);
@@ -258,6 +259,7 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
     report.emulator_status = result.ok ? "ok" : result.first_failure;
     report.ok = report.ok && result.ok;
     report.ran = emu_run->plan.options;
+    report.emulator_ran = true;
   } catch (const ArgumentError& refused) {
     report.emulator_status = cat("refused: ", refused.what());
     report.refused = true;
@@ -283,6 +285,7 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
       report.gpu_status = result.ok ? "ok" : result.first_failure;
       report.ok = report.ok && result.ok;
       report.ran = run.plan.options;  // the GPU's plan (its occupancy may differ from the emulator's)
+      report.gpu_ran = true;
     } catch (const ArgumentError& refused) {
       report.gpu_status = cat("refused: ", refused.what());
       report.refused = true;
@@ -295,44 +298,109 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
   return report;
 }
 
+namespace {
+/// "05" and "warps_and_vectors" from "step05_warps_and_vectors": the step column says the number.
+std::string short_kernel_name(const std::string& kernel) {
+  const std::size_t underscore = kernel.find('_');
+  return kernel.rfind("step", 0) == 0 && underscore != std::string::npos ? kernel.substr(underscore + 1) : kernel;
+}
+}  // namespace
+
+bool step_table_has_gpu(const std::vector<StepReport>& reports) {
+  return std::any_of(reports.begin(), reports.end(),
+                     [](const StepReport& r) { return r.gpu_status.rfind("skipped", 0) != 0; });
+}
+
 void print_step_table(const std::vector<StepReport>& reports, std::ostream& out) {
-  Table table({"step", "kernel", "oracle", "emulator", "max|d|", "emu time", "emu bytes", "GPU", "max|d|",
-               "|gpu-emu|", "GPU time", "GB/s", "% roof"});
+  // The emulator's and the GPU's columns hold the largest |difference| from the oracle of a run
+  // that finished, or the word that says why there is none (the reason is a note below). Without
+  // a GPU the table keeps the emulator's time; with one, the GPU's time and bandwidth take its
+  // place (the emulator's CPU time says nothing about a GPU), which keeps it within 100 columns.
+  const bool gpu_columns = step_table_has_gpu(reports);
+  std::vector<std::string> columns = {"step", "kernel", "emulator"};
+  if (!gpu_columns) columns.push_back("emu time");
+  for (const char* c : {"emu bytes", "x min"}) columns.push_back(c);
+  if (gpu_columns)
+    for (const char* c : {"GPU", "|gpu-emu|", "GPU time", "GB/s", "% roof"}) columns.push_back(c);
+  Table table(columns);
   std::vector<std::pair<int, std::string>> notes;
   for (const StepReport& r : reports) {
-    auto status = [&](const std::string& s) -> std::string {
-      if (s == "ok") return "ok";
-      notes.emplace_back(r.step, s);
-      if (s.rfind("skipped", 0) == 0) return "skipped";
-      if (s.rfind("refused", 0) == 0) return "refused";
+    // A backend that refused, faulted or was skipped measured nothing: its word, then "-", not
+    // zeros that look like a perfect run. A run that finished has a time, whether or not it matched.
+    auto result = [&](const std::string& status, double error) -> std::string {
+      if (status != "ok") notes.emplace_back(r.step, status);
+      if (status == "ok") return format_sci(error);
+      if (status.rfind("skipped", 0) == 0) return "skipped";
+      if (status.rfind("refused", 0) == 0) return "refused";
       return "FAIL";
     };
-    // A backend that refused, faulted or was skipped measured nothing: "-", not zeros that look
-    // like a perfect run. A run that finished has a time, whether or not it matched.
-    const bool emu_ran = r.emulator_seconds > 0 || r.emulator_status == "ok";
-    const bool gpu_ran = r.gpu_seconds > 0 || r.gpu_status == "ok";
-    table.add_row({cat(r.step < 10 ? "0" : "", r.step), r.kernel, format_seconds(r.oracle_seconds),
-                   status(r.emulator_status), emu_ran ? format_sci(r.emulator_error) : "-",
-                   emu_ran ? format_seconds(r.emulator_seconds) : "-",
-                   emu_ran ? format_bytes(static_cast<double>(r.emulator_bytes)) : "-", status(r.gpu_status),
-                   gpu_ran ? format_sci(r.gpu_error) : "-", gpu_ran ? format_sci(r.gpu_vs_emulator) : "-",
-                   gpu_ran ? format_seconds(r.gpu_seconds) : "-", gpu_ran ? format_fixed(r.gpu_gbps, 1) : "-",
-                   gpu_ran && r.roof_gbps > 0 ? format_fixed(100.0 * r.gpu_gbps / r.roof_gbps, 1) : "-"});
+    const bool emu_ran = r.emulator_ran, gpu_ran = r.gpu_ran;
+    std::vector<std::string> row = {cat(r.step < 10 ? "0" : "", r.step), short_kernel_name(r.kernel),
+                                    result(r.emulator_status, r.emulator_error)};
+    if (!gpu_columns) row.push_back(emu_ran ? format_seconds(r.emulator_seconds) : "-");
+    row.push_back(emu_ran ? format_bytes(static_cast<double>(r.emulator_bytes)) : "-");
+    row.push_back(r.times_minimum_bytes() > 0 ? format_fixed(r.times_minimum_bytes(), 2) : "-");
+    if (gpu_columns) {
+      row.push_back(result(r.gpu_status, r.gpu_error));
+      row.push_back(gpu_ran && emu_ran ? format_sci(r.gpu_vs_emulator) : "-");
+      row.push_back(r.gpu_seconds > 0 ? format_seconds(r.gpu_seconds) : "-");
+      row.push_back(r.gpu_seconds > 0 ? format_fixed(r.gpu_gbps, 1) : "-");
+      row.push_back(r.gpu_seconds > 0 && r.roof_gbps > 0 ? format_fixed(100.0 * r.gpu_gbps / r.roof_gbps, 1) : "-");
+    }
+    table.add_row(row);
   }
   table.print(out);
-  // One line per distinct note, naming the steps it applies to ("steps 2, 3: skipped: ...").
+  // One line per distinct note, naming the steps it applies to ("steps 2, 3: refused: ..."). A
+  // GPU skipped everywhere has no columns: one line says why, once.
   std::vector<std::pair<std::string, std::string>> grouped;  // note -> steps
   for (const auto& [step, note] : notes) {
+    if (!gpu_columns && note.rfind("skipped", 0) == 0 &&
+        std::any_of(reports.begin(), reports.end(), [&](const StepReport& r) { return r.gpu_status == note; }))
+      continue;
     auto it = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == note; });
     if (it == grouped.end()) grouped.emplace_back(note, cat("step ", step));
     else it->second += cat(", ", step);
   }
   for (const auto& [note, steps] : grouped) out << "  " << steps << ": " << note << '\n';
+  if (!gpu_columns && !reports.empty()) out << "  GPU: " << reports.front().gpu_status << '\n';
+}
+
+std::string step_table_legend(bool gpu_columns, DType dtype) {
+  std::ostringstream out;
+  const auto item = [&out](const char* column, const std::string& text) {
+    std::string name = cat("  ", column);
+    name.resize(13, ' ');
+    out << name << text << '\n';
+  };
+  item("emulator", "the largest |output - oracle| of the emulated kernel (the oracle computes in");
+  item("", "double and is rounded to the output's type); FAIL, refused or skipped: see the notes");
+  if (!gpu_columns) item("emu time", "the emulator's CPU time: a pretend GPU, so no guide to a real one");
+  item("emu bytes", "global-memory bytes the emulated kernel read and wrote");
+  item("x min", "emu bytes over the bytes a decode step must move (K and V of every token once,");
+  item("", "q, out, the block-table entries): 1.00 is the floor; 4 means each byte four times");
+  if (gpu_columns) {
+    item("GPU", "the largest |output - oracle| on the GPU; |gpu-emu|: GPU against emulator");
+    item("GPU time", "median of the timed launches, L2 flushed before each");
+    item("GB/s", "the bytes a decode step must move over the GPU time; % roof: of the streaming");
+    item("", "read measured in this run");
+  }
+  if (dtype == DType::bf16 || dtype == DType::f16) {
+    const std::string type(dtype_name(dtype));
+    const int bits = dtype == DType::bf16 ? 8 : 11;
+    item("why 0?", cat(type, " keeps ", bits, " significant bits. The check rounds the exact answer to ", type,
+                       ";"));
+    item("", cat("a kernel adds in f32 and rounds once, when it stores, so both land on the same ", type));
+    item("", "value unless the exact answer lies within f32's tiny error of a halfway point");
+    item("", cat("between two ", type, " values (then they differ by one ", type,
+                 " step). A larger error means the"));
+    item("", cat("kernel rounded earlier: step 10 rounds the softmax weights to ", type, " for P*V."));
+  }
+  return out.str();
 }
 
 // ----- traces --------------------------------------------------------------------------------
 
-std::string describe_trace(const Workload& w, int seq) {
+std::vector<TraceRead> summarize_trace(const Workload& w, int seq) {
   const DecodeProblem& p = w.problem;
   const CacheLayout& l = p.layout;
   // Decode an element offset into (page, kv_head, slot) by peeling the strides, largest first.
@@ -343,29 +411,38 @@ std::string describe_trace(const Workload& w, int seq) {
   std::vector<Axis> axes = {{l.block_stride, 0}, {l.head_stride, 1}, {l.token_stride, 2}};
   std::sort(axes.begin(), axes.end(), [](const Axis& a, const Axis& b) { return a.stride > b.stride; });
   std::map<std::int32_t, int> position_of_page;  // page -> index in this sequence's table row
-  const std::int64_t used = seq < p.num_seqs ? pages_for(w.context_lens[seq], p.block_size) : 0;
+  const std::int64_t used = seq >= 0 && seq < p.num_seqs ? pages_for(w.context_lens[seq], p.block_size) : 0;
   for (std::int64_t i = 0; i < used; ++i)
     position_of_page.emplace(w.block_tables[static_cast<std::size_t>(seq) * p.max_blocks_per_seq + i], static_cast<int>(i));
 
-  struct Summary {
-    std::vector<std::int32_t> pages;  // in order of first access
+  struct Sets {
     std::set<std::int64_t> tokens;
     std::set<int> heads;
-    std::int64_t elements = 0;
-    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
-    std::set<std::int32_t> foreign;  // pages not in this sequence's table
+    std::set<std::int32_t> foreign;
   };
-  std::map<std::pair<std::string, std::string>, Summary> summaries;
-  std::vector<std::pair<std::string, std::string>> order;
+  std::vector<TraceRead> reads;
+  std::vector<Sets> sets;
   for (const emu::TraceEntry& e : emu::trace()) {
     if (e.write) continue;
-    const auto key = std::make_pair(e.kernel, e.tensor);
-    if (!summaries.count(key)) order.push_back(key);
-    Summary& s = summaries[key];
-    s.elements += e.count;
-    s.lo = std::min(s.lo, e.index);
-    s.hi = std::max(s.hi, e.index + e.count - 1);
-    if (e.tensor != "key_cache" && e.tensor != "value_cache") continue;
+    auto it = std::find_if(reads.begin(), reads.end(),
+                           [&](const TraceRead& r) { return r.kernel == e.kernel && r.tensor == e.tensor; });
+    if (it == reads.end()) {
+      TraceRead read;
+      read.kernel = e.kernel;
+      read.tensor = e.tensor;
+      read.lowest = std::numeric_limits<std::int64_t>::max();
+      read.highest = -1;
+      read.cache = e.tensor == "key_cache" || e.tensor == "value_cache";
+      reads.push_back(read);
+      sets.emplace_back();
+      it = reads.end() - 1;
+    }
+    TraceRead& r = *it;
+    Sets& s = sets[static_cast<std::size_t>(it - reads.begin())];
+    r.elements += e.count;
+    r.lowest = std::min(r.lowest, e.index);
+    r.highest = std::max(r.highest, e.index + e.count - 1);
+    if (!r.cache) continue;
     std::int64_t rest = e.index;
     std::int64_t coords[3] = {0, 0, 0};
     for (const Axis& a : axes) {
@@ -373,28 +450,37 @@ std::string describe_trace(const Workload& w, int seq) {
       rest %= a.stride;
     }
     const auto page = static_cast<std::int32_t>(coords[0]);
-    if (std::find(s.pages.begin(), s.pages.end(), page) == s.pages.end()) s.pages.push_back(page);
+    if (std::find(r.pages.begin(), r.pages.end(), page) == r.pages.end()) r.pages.push_back(page);
     s.heads.insert(static_cast<int>(coords[1]));
     const auto where = position_of_page.find(page);
     if (where == position_of_page.end()) s.foreign.insert(page);
     else s.tokens.insert(std::int64_t{where->second} * p.block_size + coords[2]);
   }
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    reads[i].kv_heads.assign(sets[i].heads.begin(), sets[i].heads.end());
+    reads[i].tokens.assign(sets[i].tokens.begin(), sets[i].tokens.end());
+    reads[i].foreign.assign(sets[i].foreign.begin(), sets[i].foreign.end());
+  }
+  return reads;
+}
+
+std::string describe_trace(const Workload& w, int seq, const std::string& grid_note) {
+  const std::vector<TraceRead> reads = summarize_trace(w, seq);
   std::ostringstream out;
-  if (order.empty()) out << "  (the traced program read nothing)\n";
-  for (const auto& key : order) {
-    const Summary& s = summaries[key];
-    out << "  " << key.first << " read " << key.second << ": " << s.elements << " elements";
-    if (key.second == "key_cache" || key.second == "value_cache") {
+  if (reads.empty()) out << "  " << (grid_note.empty() ? "(the traced program read nothing)" : grid_note) << '\n';
+  for (const TraceRead& r : reads) {
+    out << "  " << r.kernel << " read " << r.tensor << ": " << r.elements << " elements";
+    if (r.cache) {
       out << ", pages [";
-      for (std::size_t i = 0; i < s.pages.size(); ++i) out << (i ? ", " : "") << s.pages[i];
+      for (std::size_t i = 0; i < r.pages.size(); ++i) out << (i ? ", " : "") << r.pages[i];
       out << "], kv heads {";
-      for (auto it = s.heads.begin(); it != s.heads.end(); ++it) out << (it == s.heads.begin() ? "" : ", ") << *it;
+      for (std::size_t i = 0; i < r.kv_heads.size(); ++i) out << (i ? ", " : "") << r.kv_heads[i];
       out << "}";
-      if (!s.tokens.empty())
-        out << ", tokens " << *s.tokens.begin() << ".." << *s.tokens.rbegin() << " (" << s.tokens.size() << " distinct)";
-      if (!s.foreign.empty()) out << "  <-- " << s.foreign.size() << " page(s) NOT in sequence " << seq << "'s table";
+      if (!r.tokens.empty())
+        out << ", tokens " << r.tokens.front() << ".." << r.tokens.back() << " (" << r.tokens.size() << " distinct)";
+      if (!r.foreign.empty()) out << "  <-- " << r.foreign.size() << " page(s) NOT in sequence " << seq << "'s table";
     } else {
-      out << ", indices " << s.lo << ".." << s.hi;
+      out << ", indices " << r.lowest << ".." << r.highest;
     }
     out << '\n';
   }
@@ -533,12 +619,13 @@ void expand(std::vector<KernelOptions>& options, const std::vector<int>& values,
 /// GPU's when there is one. Nothing for a refused problem.
 void print_launch(int step, const DecodeProblem& problem, const KernelOptions& options, bool gpu_here,
                   std::ostream& out) {
-  try {
-    out << "  launch in the emulator: "
-        << kernel(step, Backend::emulator).plan(problem, options, DeviceLimits::pretend_h200()).description << '\n';
-    if (gpu_here)
-      out << "  launch on the GPU: " << kernel(step, Backend::cuda).plan(problem, options, gpu::device_info().limits).description
-          << '\n';
+  try {  // each plan made before anything is printed: a refused one prints nothing
+    const std::string emulated = kernel(step, Backend::emulator).plan(problem, options, DeviceLimits::pretend_h200()).description;
+    out << "  launch in the emulator: " << emulated << '\n';
+    if (gpu_here) {
+      const std::string real = kernel(step, Backend::cuda).plan(problem, options, gpu::device_info().limits).description;
+      out << "  launch on the GPU: " << real << '\n';
+    }
   } catch (const ArgumentError&) {
   }
 }
@@ -606,6 +693,54 @@ void write_file_whole(const std::string& path, const std::function<void(std::ost
     std::remove(temporary.c_str());
     throw Error(cat("cannot write ", path, ": renaming ", temporary, " failed"));
   }
+}
+
+/// Why a traced program read nothing, when the reason is that it never ran: it is not in the
+/// kernel's grid for this problem, or the kernel refused the problem. "" when it is in the grid.
+std::string trace_grid_note(const KernelEntry& entry, const DecodeProblem& problem, const KernelOptions& options,
+                            const emu::dim3& traced) {
+  try {
+    const LaunchPlan plan = entry.plan(problem, options, DeviceLimits::pretend_h200());
+    if (traced.x < plan.grid[0] && traced.y < plan.grid[1] && traced.z < plan.grid[2]) return "";
+    return cat("(no such program: ", entry.name, "'s grid is ", plan.grid[0], " x ", plan.grid[1], " x ",
+               plan.grid[2], " here, and program ", traced.x, ',', traced.y, ',', traced.z, " is outside it)");
+  } catch (const ArgumentError&) {
+    return "(nothing ran: the kernel refused this workload or knob)";
+  }
+}
+
+/// The trace of one program as JSON: the sequence's block table and length, and per tensor read
+/// what summarize_trace found (notebooks/pages_read.ipynb plots it).
+Json trace_json(const Workload& w, int seq, const emu::dim3& traced) {
+  const DecodeProblem& p = w.problem;
+  Json program = Json::array();
+  for (unsigned c : {traced.x, traced.y, traced.z}) program.push(static_cast<int>(c));
+  Json table = Json::array();
+  const bool real = seq >= 0 && seq < p.num_seqs;
+  if (real)
+    for (std::int64_t i = 0; i < pages_for(w.context_lens[static_cast<std::size_t>(seq)], p.block_size); ++i)
+      table.push(w.block_tables[static_cast<std::size_t>(seq) * p.max_blocks_per_seq + static_cast<std::size_t>(i)]);
+  const auto list = [](const auto& values) {
+    Json array = Json::array();
+    for (const auto value : values) array.push(static_cast<std::int64_t>(value));
+    return array;
+  };
+  Json reads = Json::array();
+  for (const TraceRead& r : summarize_trace(w, seq)) {
+    Json read = Json::object();
+    read.set("kernel", r.kernel).set("tensor", r.tensor).set("elements", r.elements);
+    read.set("lowest_index", r.lowest).set("highest_index", r.highest);
+    if (r.cache) {
+      read.set("pages", list(r.pages)).set("kv_heads", list(r.kv_heads)).set("tokens", list(r.tokens));
+      read.set("foreign_pages", list(r.foreign));
+    }
+    reads.push(std::move(read));
+  }
+  Json trace = Json::object();
+  trace.set("program", std::move(program)).set("sequence", seq);
+  trace.set("context_len", real ? Json(w.context_lens[static_cast<std::size_t>(seq)]) : Json());
+  trace.set("block_size", p.block_size).set("block_table", std::move(table)).set("reads", std::move(reads));
+  return trace;
 }
 
 Flags parse_flags(int step, int argc, char** argv) {
@@ -739,34 +874,50 @@ int kernel_step_main(int step, int argc, char** argv) {
           print_step_table({report}, std::cout);
           const double floor_s = settings.roof_gbps > 0 ? static_cast<double>(report.emulator_bytes) / (settings.roof_gbps * 1e9) : 0;
           if (floor_s > 0) std::cout << "  predicted floor (emulator bytes / measured roof): " << format_seconds(floor_s) << '\n';
-          std::cout << "  bytes a decode step must move: " << format_bytes(static_cast<double>(workload.bytes_moved()))
-                    << "; the emulator counted " << format_bytes(static_cast<double>(report.emulator_bytes)) << '\n';
+          std::cout << "  bytes a decode step must move: " << format_bytes(static_cast<double>(workload.bytes_moved()));
+          if (report.emulator_ran) std::cout << "; the emulator counted " << format_bytes(static_cast<double>(report.emulator_bytes));
+          std::cout << '\n';
           print_launch(step, workload.problem, options, gpu_here, std::cout);
           std::cout << '\n';
         }
-        if (flags.trace) {
-          if (!flags.quiet) std::cout << "trace of program " << traced.x << ',' << traced.y << ',' << traced.z
-                                      << " (sequence " << flags.trace_at.x << "):\n"
-                                      << describe_trace(workload, static_cast<int>(flags.trace_at.x)) << '\n';
-          emu::clear_trace();
-        }
         Json row = Json::object();
         row.set("workload", spec.name).set("problem", describe(workload.problem));
-        // The knobs as they ran (the kernel's choices filled in); null for a knob the step does
-        // not have or a run that did not happen.
+        if (flags.trace) {
+          const int seq = static_cast<int>(flags.trace_at.x);
+          const std::string note = big ? "(not traced: the emulator skips a workload this big)"
+                                       : trace_grid_note(entry, workload.problem, options, traced);
+          if (!flags.quiet) std::cout << "trace of program " << traced.x << ',' << traced.y << ',' << traced.z
+                                      << " (sequence " << seq << "):\n"
+                                      << describe_trace(workload, seq, note) << '\n';
+          row.set("trace", big ? Json() : trace_json(workload, seq, traced));
+          emu::clear_trace();
+        }
+        // The knobs as they ran (the kernel's choices filled in: the GPU's plan where the GPU ran,
+        // else the emulator's, as knobs_from says); null for a knob the step does not have, and
+        // for every knob of a run that did not happen.
         const auto knob = [&](Knob bit, int KernelOptions::*field) {
           return report.ran && (entry.knobs & bit) != 0 ? Json((*report.ran).*field) : Json();
         };
+        row.set("knobs_from", report.gpu_ran ? Json("gpu") : report.emulator_ran ? Json("emulator") : Json());
         row.set("threads_per_block", knob(knob_threads, &KernelOptions::threads_per_block));
         row.set("num_splits", knob(knob_splits, &KernelOptions::num_splits));
         row.set("tile_tokens", knob(knob_tile, &KernelOptions::tile_tokens));
         row.set("variant", knob(knob_variant, &KernelOptions::variant));
+        // What a backend measured; null where it did not run (refused, faulted, skipped), so no
+        // reader mistakes a missing number for a perfect zero.
+        const auto measured = [](bool ran, Json value) { return ran ? value : Json(); };
+        const bool emu = report.emulator_ran, gpu = report.gpu_ran, timed = gpu && report.gpu_seconds > 0;
         row.set("bytes_moved", workload.bytes_moved()).set("oracle_seconds", report.oracle_seconds);
-        row.set("emulator_status", report.emulator_status).set("emulator_max_abs_error", report.emulator_error);
-        row.set("emulator_seconds", report.emulator_seconds).set("emulator_bytes", report.emulator_bytes);
-        row.set("gpu_status", report.gpu_status).set("gpu_max_abs_error", report.gpu_error);
-        row.set("gpu_vs_emulator", report.gpu_vs_emulator).set("gpu_median_seconds", report.gpu_seconds);
-        row.set("gpu_gbps", report.gpu_gbps).set("roof_gbps", report.roof_gbps);
+        row.set("emulator_status", report.emulator_status);
+        row.set("emulator_max_abs_error", measured(emu, report.emulator_error));
+        row.set("emulator_seconds", measured(emu, report.emulator_seconds));
+        row.set("emulator_bytes", measured(emu, report.emulator_bytes));
+        row.set("emulator_times_minimum_bytes", measured(emu, report.times_minimum_bytes()));
+        row.set("gpu_status", report.gpu_status).set("gpu_max_abs_error", measured(gpu, report.gpu_error));
+        row.set("gpu_vs_emulator", measured(gpu && emu, report.gpu_vs_emulator));
+        row.set("gpu_median_seconds", measured(timed, report.gpu_seconds));
+        row.set("gpu_gbps", measured(timed, report.gpu_gbps));
+        row.set("roof_gbps", measured(report.roof_gbps > 0, report.roof_gbps));
         row.set("ok", report.ok && !report.refused).set("refused", report.refused).set("faulted", report.faulted);
         results.push(std::move(row));
         reports.push_back(report);

@@ -99,10 +99,23 @@ struct StepReport {
   double gpu_seconds = 0;       ///< median
   double gpu_gbps = 0;          ///< workload bytes (docs/design/BENCHMARKS.md) / median time
   double roof_gbps = 0;         ///< measured in this run (0 when no GPU)
+  std::uint64_t bytes_must_move = 0;  ///< the workload's Workload::bytes_moved(): the least a decode step moves
   std::optional<KernelOptions> ran;  ///< the knobs as they ran (the GPU's plan where it ran)
   bool ok = true;        ///< no backend that ran disagreed with the oracle or faulted
   bool refused = false;  ///< a backend refused the problem or the knobs (ArgumentError)
   bool faulted = false;  ///< a backend stopped with an error (a KernelError, a CUDA error), not a wrong answer
+
+  /// The emulator finished (matched the oracle or not): its error, time and bytes were measured.
+  /// A run that refused, faulted or was skipped measured nothing.
+  bool emulator_ran = false;
+  /// The GPU finished (matched or not): its error was measured, and its time when timed runs
+  /// were asked for (gpu_seconds > 0). `ran` then holds the GPU's plan.
+  bool gpu_ran = false;
+
+  /// Emulator bytes over bytes_must_move: 1 is the floor (every byte once); 0 when not measured.
+  double times_minimum_bytes() const {
+    return emulator_ran && bytes_must_move > 0 ? static_cast<double>(emulator_bytes) / static_cast<double>(bytes_must_move) : 0;
+  }
 };
 
 /// Settings of the step programs and the tour.
@@ -118,11 +131,40 @@ struct StepRunSettings {
 StepReport run_step(int step, const Workload& workload, const KernelOptions& options,
                     const StepRunSettings& settings);
 
-/// Prints reports as one side-by-side table.
+/// Prints reports as one side-by-side table, at most 100 characters wide: the emulator's
+/// columns, and the GPU's only when some report's GPU ran (or refused, or failed); when none did,
+/// one line says why. A backend that did not run prints "-" where a number would be; the reason
+/// of a run that was not ok is a note under the table. step_table_legend() says what each column means.
 void print_step_table(const std::vector<StepReport>& reports, std::ostream& out);
 
-/// Describes what the traced program read (pages, tokens), from emu::trace().
-std::string describe_trace(const Workload& workload, int seq);
+/// The meaning of print_step_table's columns, one block (the tour prints it once), with the
+/// GPU's columns when \p gpu_columns, and why a 16-bit error can be exactly zero when
+/// \p dtype is bf16 or f16.
+std::string step_table_legend(bool gpu_columns, DType dtype);
+
+/// True when print_step_table shows GPU columns for \p reports: some GPU run was not skipped.
+bool step_table_has_gpu(const std::vector<StepReport>& reports);
+
+/// What the traced program read of one tensor, from emu::trace() (reads only).
+struct TraceRead {
+  std::string kernel;  ///< the kernel that read it (a launch may run several, e.g. a split and a merge)
+  std::string tensor;  ///< "key_cache", "query", ...
+  std::int64_t elements = 0;
+  std::int64_t lowest = 0, highest = 0;  ///< the element indices read span [lowest, highest]
+  bool cache = false;                  ///< key_cache or value_cache: the fields below are filled
+  std::vector<std::int32_t> pages;     ///< physical pages, in order of first access
+  std::vector<int> kv_heads;           ///< ascending
+  std::vector<std::int64_t> tokens;    ///< positions in the sequence, ascending, distinct
+  std::vector<std::int32_t> foreign;   ///< pages read that are not in the sequence's table
+};
+
+/// What the traced program read, tensor by tensor in order of first read; \p seq is the
+/// sequence the program serves (tokens are positions in its table).
+std::vector<TraceRead> summarize_trace(const Workload& workload, int seq);
+
+/// summarize_trace as lines of text; \p grid_note replaces "(the traced program read nothing)"
+/// when it is not empty (the caller knows why, e.g. the program is not in the grid).
+std::string describe_trace(const Workload& workload, int seq, const std::string& grid_note = "");
 
 /// main() of every kernel step program (steps 02 onward): flags choose the workload
 /// (`--batch --context --q-heads --kv-heads --head-dim --page --dtype --seed --layout`), the

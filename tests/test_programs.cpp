@@ -1,6 +1,10 @@
 // The step programs tell the truth: each outcome has its own exit code (kUsage lists them), every
 // flag value is checked, a refused workload is not "ok", a workload too big for the machine is
-// refused before any allocation, and a JSON file is written whole or not at all.
+// refused before any allocation, and a JSON file is written whole or not at all; the JSON records
+// the knobs that ran and null for what did not run. The tour fits 100 columns with one legend.
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +29,17 @@ int run(int step, std::initializer_list<std::string> args) {
   return pa::kernel_step_main(step, static_cast<int>(words.size()), argv.data());
 }
 
+/// A fresh folder under the system's temporary one, removed with everything in it at the end of scope.
+struct ScratchDir {
+  explicit ScratchDir(const std::string& name) : path(std::filesystem::temp_directory_path() / name) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+  std::filesystem::path operator/(const std::string& file) const { return path / file; }
+  std::filesystem::path path;
+};
+
 std::string read_all(const std::filesystem::path& path) {
   std::ifstream file(path);
   std::stringstream text;
@@ -48,8 +63,7 @@ TEST_CASE("programs: 0 when every run matches, 2 for a bad flag or value", "[pro
 }
 
 TEST_CASE("programs: 3 for a refused workload, and its JSON row is not ok", "[programs]") {
-  const auto dir = std::filesystem::temp_directory_path() / "pagedattn-test-programs";
-  std::filesystem::create_directories(dir);
+  const ScratchDir dir("pagedattn-test-programs");
   const auto json = dir / "refused.json";
   REQUIRE(run(3, {"--quiet", "--head-dim", "100", "--json", json.string()}) == 3);
   const std::string text = read_all(json);
@@ -57,7 +71,6 @@ TEST_CASE("programs: 3 for a refused workload, and its JSON row is not ok", "[pr
   REQUIRE(text.find("\"refused\": true") != std::string::npos);
   REQUIRE(run(10, {"--quiet", "--dtype", "f32"}) == 3);  // tensor cores take 16-bit inputs
   REQUIRE(run(10, {"--quiet"}) == 0);                     // and without --dtype it runs bf16
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("programs: 4 for what cannot be done, nothing half-written", "[programs]") {
@@ -71,8 +84,7 @@ TEST_CASE("programs: 4 for what cannot be done, nothing half-written", "[program
 }
 
 TEST_CASE("programs: --seed reaches the adversarial set", "[programs]") {
-  const auto dir = std::filesystem::temp_directory_path() / "pagedattn-test-seed";
-  std::filesystem::create_directories(dir);
+  const ScratchDir dir("pagedattn-test-seed");
   const auto a = dir / "a.json", b = dir / "b.json", c = dir / "c.json";
   REQUIRE(run(3, {"--quiet", "--adversarial", "--seed", "11", "--json", a.string()}) == 0);
   REQUIRE(run(3, {"--quiet", "--adversarial", "--seed", "11", "--json", b.string()}) == 0);
@@ -86,7 +98,6 @@ TEST_CASE("programs: --seed reaches the adversarial set", "[programs]") {
   };
   REQUIRE(errors(read_all(a)) == errors(read_all(b)));
   REQUIRE(errors(read_all(a)) != errors(read_all(c)));
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("programs: a backend that measured nothing prints -, not zeros", "[programs]") {
@@ -97,6 +108,7 @@ TEST_CASE("programs: a backend that measured nothing prints -, not zeros", "[pro
   refused.gpu_status = "skipped: no GPU";
   pa::StepReport ran = refused;
   ran.emulator_status = "ok";
+  ran.emulator_ran = true;
   ran.emulator_seconds = 0.002;
   ran.emulator_bytes = 4096;
   std::ostringstream out;
@@ -113,6 +125,141 @@ TEST_CASE("programs: a backend that measured nothing prints -, not zeros", "[pro
   REQUIRE(refused_row.find("refused   -") != std::string::npos);
   REQUIRE(ran_row.find("0.00e+00") != std::string::npos);  // a measured error of zero is shown
   REQUIRE(ran_row.find("4.10 kB") != std::string::npos);
+}
+
+/// Columns of the widest line of \p text (UTF-8: continuation bytes take no column).
+std::size_t widest_line(const std::string& text) {
+  std::size_t widest = 0, column = 0;
+  for (const char c : text) {
+    if (c == '\n') {
+      widest = std::max(widest, column);
+      column = 0;
+    } else if ((static_cast<unsigned char>(c) & 0xc0) != 0x80) {
+      ++column;
+    }
+  }
+  return std::max(widest, column);
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("programs: the step table fits 100 columns, with GPU columns only where a GPU ran", "[programs]") {
+  pa::StepReport emulated;  // the widest cells each column can hold
+  emulated.step = 5;
+  emulated.kernel = "step05_warps_and_vectors";
+  emulated.emulator_status = "ok";
+  emulated.emulator_ran = true;
+  emulated.emulator_error = 1.2345e-3;
+  emulated.emulator_seconds = 123.4e-3;
+  emulated.emulator_bytes = 123'450'000;
+  emulated.bytes_must_move = 1'234'500;
+  emulated.gpu_status = "skipped: no GPU";
+  std::ostringstream without;
+  pa::print_step_table({emulated, emulated}, without);
+  INFO(without.str());
+  REQUIRE(widest_line(without.str()) <= 100);
+  REQUIRE(without.str().find("GB/s") == std::string::npos);   // no GPU columns
+  REQUIRE(count(without.str(), "skipped: no GPU") == 1);      // the reason once
+  REQUIRE(without.str().find("100.00") != std::string::npos); // x min: 123.45 MB over 1.2345 MB
+
+  pa::StepReport timed = emulated;
+  timed.gpu_status = "ok";
+  timed.gpu_ran = true;
+  timed.gpu_error = 1.2345e-3;
+  timed.gpu_vs_emulator = 1.2345e-3;
+  timed.gpu_seconds = 123.4e-6;
+  timed.gpu_gbps = 4321.5;
+  timed.roof_gbps = 4400;
+  pa::StepReport refused = timed;
+  refused.gpu_status = "refused: head_dim: expected a multiple of 8, got 100";
+  refused.gpu_ran = false;
+  refused.gpu_seconds = 0;
+  std::ostringstream with;
+  pa::print_step_table({timed, refused}, with);
+  INFO(with.str());
+  REQUIRE(widest_line(with.str().substr(0, with.str().find("  step 5: refused"))) <= 100);
+  REQUIRE(with.str().find("% roof") != std::string::npos);
+  REQUIRE(with.str().find("4321.5") != std::string::npos);
+}
+
+TEST_CASE("programs: JSON records the knobs that ran and null for what did not run", "[programs]") {
+  const ScratchDir dir("pagedattn-test-json");
+  const auto split = dir / "split.json", naive = dir / "naive.json", refused = dir / "refused.json";
+  // Step 07 chooses its split count: the JSON holds the plan's choice, not the 0 that asked for it.
+  REQUIRE(run(7, {"--quiet", "--batch", "1", "--context", "3000", "--json", split.string()}) == 0);
+  const std::string text = read_all(split);
+  INFO(text);
+  REQUIRE(text.find("\"num_splits\": 0,") == std::string::npos);
+  REQUIRE(text.find("\"num_splits\": null") == std::string::npos);
+  REQUIRE(text.find("\"threads_per_block\": 128") != std::string::npos);
+  REQUIRE(text.find("\"knobs_from\": \"emulator\"") != std::string::npos);
+  REQUIRE(text.find("\"tile_tokens\": null") != std::string::npos);  // a knob step 07 does not have
+  // The GPU did not run (--no-gpu): its numbers are null, not zeros.
+  for (const char* field : {"gpu_max_abs_error", "gpu_vs_emulator", "gpu_median_seconds", "gpu_gbps", "roof_gbps"}) {
+    INFO(field);
+    REQUIRE(text.find(pa::cat("\"", field, "\": null")) != std::string::npos);
+  }
+  REQUIRE(text.find("\"emulator_bytes\": null") == std::string::npos);
+
+  REQUIRE(run(3, {"--quiet", "--json", naive.string()}) == 0);  // no knobs at all
+  const std::string plain = read_all(naive);
+  for (const char* field : {"threads_per_block", "num_splits", "tile_tokens", "variant"}) {
+    INFO(field);
+    REQUIRE(plain.find(pa::cat("\"", field, "\": null")) != std::string::npos);
+  }
+  // A refused run measured nothing: every knob and every emulator number is null.
+  REQUIRE(run(10, {"--quiet", "--dtype", "f32", "--json", refused.string()}) == 3);
+  const std::string none = read_all(refused);
+  for (const char* field : {"knobs_from", "threads_per_block", "emulator_max_abs_error", "emulator_seconds", "emulator_bytes",
+                            "emulator_times_minimum_bytes"}) {
+    INFO(field);
+    REQUIRE(none.find(pa::cat("\"", field, "\": null")) != std::string::npos);
+  }
+}
+
+TEST_CASE("programs: --trace writes what the program read, and says when there is no such program", "[programs]") {
+  const ScratchDir dir("pagedattn-test-trace");
+  const auto json = dir / "trace.json";
+  REQUIRE(run(6, {"--quiet", "--trace", "0,1", "--json", json.string()}) == 0);
+  const std::string text = read_all(json);
+  INFO(text);
+  REQUIRE(text.find("\"trace\": {") != std::string::npos);
+  REQUIRE(text.find("\"block_table\": [") != std::string::npos);
+  REQUIRE(text.find("\"tensor\": \"key_cache\"") != std::string::npos);
+  REQUIRE(text.find("\"foreign_pages\": []") != std::string::npos);  // only its own pages
+  // A program outside the grid read nothing because it never ran: the report says so.
+  pa::emu::clear_trace();
+  const pa::Workload workload = pa::make_workload(pa::debug_spec());
+  REQUIRE(pa::describe_trace(workload, 99, "(no such program)").find("(no such program)") != std::string::npos);
+}
+
+TEST_CASE("programs: the tour fits 100 columns, with one legend and what to read next", "[programs][tour]") {
+  // The tour is its own program, built next to the step programs (<build>/steps/pagedattn_tour).
+  const auto tour = std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "steps" / "pagedattn_tour";
+  INFO("the tour program: " << tour.string() << " (build the target pagedattn_tour)");
+  REQUIRE(std::filesystem::exists(tour));
+  FILE* pipe = popen(pa::cat('"', tour.string(), "\" --no-gpu 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string text;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, n);
+  const int status = pclose(pipe);
+  INFO(text);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  REQUIRE(widest_line(text) <= 100);
+  REQUIRE(count(text, "\nlegend\n") == 1);
+  REQUIRE(count(text, "why 0?") == 1);                    // the tour workload is bf16
+  REQUIRE(text.find("GB/s") == std::string::npos);        // no GPU ran: no GPU columns
+  REQUIRE(count(text, "GPU: skipped: --no-gpu") == 1);    // and the reason once
+  REQUIRE(text.find("x min") != std::string::npos);
+  REQUIRE(text.find("copy-on-write") != std::string::npos);  // step 01's story
+  REQUIRE(text.find("memory wasted: paged ") != std::string::npos);
+  REQUIRE(text.find("read next") != std::string::npos);
+  REQUIRE(text.find("tour: all steps ok") != std::string::npos);
 }
 
 }  // namespace

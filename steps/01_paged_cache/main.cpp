@@ -16,7 +16,9 @@
 // After every phase: allocator and table invariants, and gather() of every sequence equal,
 // bit for bit, to the tokens that went in. Any failure prints FAIL and exits 1.
 //
-//   build/cpu/steps/step01_paged_cache [--seqs 4] [--page 16] [--seed 1] [--json FILE] [--quiet]
+// --summary prints the story in a few lines instead (the tour shows them).
+//
+//   build/current/steps/step01_paged_cache [--seqs 4] [--page 16] [--seed 1] [--json FILE] [--quiet | --summary]
 
 #include <algorithm>
 #include <cstdint>
@@ -32,6 +34,7 @@
 
 #include "common/error.h"
 #include "common/paged_cache.h"
+#include "common/report.h"
 
 namespace {
 
@@ -44,6 +47,7 @@ struct Options {
   pa::DType dtype = pa::DType::bf16;
   std::int64_t max_len = 2048;
   bool quiet = false;
+  bool summary = false;
   std::string json;
 };
 
@@ -58,6 +62,7 @@ const char* usage =
     "  --max-len N    tokens a contiguous cache reserves per sequence (default 2048)\n"
     "  --json FILE    write the memory report as JSON\n"
     "  --quiet        print nothing unless a check fails (how ctest runs it)\n"
+    "  --summary      print only the story: a block table, copy-on-write, memory waste\n"
     "  --help         this text\n";
 
 long long parse_integer(std::string_view flag, const char* text, long long low, long long high) {
@@ -77,8 +82,8 @@ Options parse(int argc, char** argv) {
       std::cout << usage;
       std::exit(0);
     }
-    if (flag == "--quiet") {
-      options.quiet = true;
+    if (flag == "--quiet" || flag == "--summary") {
+      (flag == "--quiet" ? options.quiet : options.summary) = true;
       continue;
     }
     if (i + 1 >= argc) pa::throw_argument("step01_paged_cache", flag, "a value after it", "nothing");
@@ -142,6 +147,8 @@ class Step01 {
 
   /// Runs the six phases; throws pa::Error on the first failed check.
   void run();
+  /// The story in a few lines, from what run() did (--summary).
+  const std::string& summary() const { return summary_; }
 
  private:
   static pa::CacheConfig config_for(const Options& options);
@@ -155,6 +162,7 @@ class Step01 {
   pa::PagedKVCache cache_;
   std::map<int, Shadow> shadow_;
   std::ostringstream& log_;
+  std::string summary_;
 };
 
 std::vector<std::int64_t> Step01::lengths_for(const Options& options) {
@@ -239,6 +247,11 @@ void Step01::run() {
   log_ << "1. prefill: " << seqs.size() << " sequences grow one token at a time; pages come off a shuffled free list\n";
   print_tables();
   check("prefill");
+  const int widest = seqs[static_cast<std::size_t>(std::max_element(lengths.begin(), lengths.end()) - lengths.begin())];
+  summary_ += pa::cat("block tables: ", seqs.size(), " sequences in a pool of ", config.num_blocks, " pages of ",
+                      config.block_size, config.block_size == 1 ? " token" : " tokens", ", taken off a shuffled free\n  list, so tables are scattered: seq ",
+                      widest, " (", cache_.context_len(widest), " tokens) is in pages ",
+                      table_text(cache_.block_table(widest)), "\n");
 
   // 2. Fork: the child lists the parent's pages; nothing is copied.
   const int parent = seqs[0];
@@ -267,7 +280,14 @@ void Step01::run() {
     Shadow& shadow = shadow_[seq];
     shadow.keys.push_back(values_.row(cache_.row_elems()));
     shadow.values.push_back(values_.row(cache_.row_elems()));
-    describe_append(seq, cache_.append_token(seq, shadow.keys.back(), shadow.values.back()));
+    const pa::AppendResult result = cache_.append_token(seq, shadow.keys.back(), shadow.values.back());
+    describe_append(seq, result);
+    if (result.copied_from >= 0)
+      summary_ += pa::cat("copy-on-write: seq ", child, " = fork(seq ", parent, ") shares its pages; its first append found page ",
+                          result.copied_from, "\n  shared, so it copied it to page ", result.page, " and wrote there\n");
+    else if (seq == child)
+      summary_ += pa::cat("fork: seq ", child, " = fork(seq ", parent, ") shares its pages; its last page was full, so its first\n",
+                          "  append took a new page and nothing was copied\n");
   }
   print_tables();
   check("copy-on-write");
@@ -302,6 +322,10 @@ void Step01::run() {
   if (allocator.num_blocks() <= 1024) log_ << "    pool ('.' free, digit = ref count):\n" << pool_map(allocator);
   const pa::MemoryReport reserved = cache_.memory_report(std::max(options_.max_len, longest + 2));
   const pa::MemoryReport tight = cache_.memory_report();
+  summary_ += pa::cat("memory wasted: paged ", pa::format_fixed(reserved.paged_waste_percent(), 1),
+                      "% (under a page a sequence); contiguous, reserving ", reserved.reserved_len,
+                      " tokens a\n  sequence, ", pa::format_fixed(reserved.contiguous_waste_percent(), 1), "% (",
+                      pa::format_fixed(tight.contiguous_waste_percent(), 1), "% if it reserved only the longest)\n");
   log_ << "\n    memory, against a contiguous cache reserving --max-len tokens per sequence:\n";
   std::istringstream reserved_table(reserved.table());
   for (std::string line; std::getline(reserved_table, line);) log_ << "    " << line << "\n";
@@ -340,14 +364,16 @@ int main(int argc, char** argv) {
   }
   // Everything is logged to a buffer: --quiet prints it only when a check fails.
   std::ostringstream log;
-  std::string failure;
+  std::string failure, summary;
   try {
     Step01 step(options, log);
     step.run();
+    summary = step.summary();
   } catch (const std::exception& error) {
     failure = error.what();
   }
-  if (!options.quiet || !failure.empty()) std::cout << log.str();
+  if (options.summary && failure.empty()) std::cout << summary;
+  else if (!options.quiet || !failure.empty()) std::cout << log.str();
   if (!failure.empty()) {
     std::cout << "FAIL: " << failure << "\n";
     return 1;
