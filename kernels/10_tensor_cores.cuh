@@ -11,11 +11,12 @@
 /// instructions, takes the online softmax on the accumulator fragments, and feeds the weights,
 /// still in registers, to the matrix multiply by V. A program is one warp for each 16 heads of
 /// the group and each 64 output channels (kShape), sharing one pipeline of asynchronous
-/// copies: K and V go to shared memory a tile of 16 tokens at a time, three tiles deep, and
-/// `ldmatrix` reads them out in fragment order. Step 09's block-table prefetch, split count,
-/// merge and overlapped merge launch are kept.
+/// copies: K and V go to shared memory a tile of 32 tokens at a time, two tiles in flight, in a
+/// swizzled layout that `ldmatrix` reads out in fragment order without bank conflicts. Step
+/// 09's block-table prefetch, merge and overlapped merge launch are kept, and its split count,
+/// with splits of at least 512 tokens.
 ///
-///     build/cuda/steps/step10_tensor_cores --help
+///     build/current/steps/step10_tensor_cores --help
 
 #include "kernels/09_memory_pipeline.cuh"
 
@@ -31,26 +32,39 @@ inline constexpr int kHeadsPerWarp = 16;
 /// The shape of a program: tokens a tile (a multiple of 16, the k of P·V's m16n8k16), output
 /// channels a warp accumulates at most (the rest of a head's channels go to more warps of the
 /// program, "parts", which each compute the tile's scores themselves and share its K and V in
-/// shared memory), and tiles in flight (while one is used, the copies of the next stages - 1
-/// are on their way).
+/// shared memory), and stages of shared memory (while the program uses one tile, the copies of
+/// the next stages - 1 are on their way; see the loop for when they are issued).
 struct Shape {
   int tile;
   int part_dims;
   int stages;
 };
-/// 16 tokens, 64 channels a warp, 3 stages: two warps a program at head dim 128, 8 programs (16
-/// warps) an SM on the H200, where registers (126 a thread) and shared memory (26 KB a program)
-/// both allow 8. On `gqa-batch` the other shapes measure the same within 1% (tile 32 with 2
-/// stages, 128 channels a warp, 4 stages; lab/perf-log.md, v59).
-inline constexpr Shape kShape{16, 64, 3};
+/// 32 tokens, 64 channels a warp, 2 stages: two warps a program at head dim 128, 35 KB of shared
+/// memory, 6 programs an SM on the H200. With the copies of the next tile issued before the wait
+/// for this one, two tiles are in flight while a program waits. On the H200 (bf16, head dim 128)
+/// it was the fastest of the shapes tried on all four large and small workloads, by 1-2% on
+/// `gqa-batch` and 7-9% on `small-batch` and `long-single` (lab/perf-log.md, v67).
+inline constexpr Shape kShape{32, 64, 2};
 
 /// Warps that split a head dim's output channels (part_dims or fewer each, in blocks of 16).
 __host__ __device__ constexpr int parts_for(int head_dim, int part_dims) { return (head_dim + part_dims - 1) / part_dims; }
-/// Floats of one token's row in shared memory: the head dim's 16-bit elements and 16 bytes of
-/// padding. Without it rows sit 2·D bytes apart, a multiple of 128, and the 8 rows one
-/// ldmatrix reads would hit the same banks; with it they start 16 bytes apart modulo 128
-/// (2·D + 16 is an odd number of 16 bytes for every D of the ladder).
-__host__ __device__ constexpr int row_floats(int head_dim) { return (head_dim + 8) / 2; }
+/// Floats of one token's row in shared memory. The 8 rows one ldmatrix reads must fall in
+/// different banks. A head dim that is a multiple of 64 keeps its rows whole lines (2·D bytes, a
+/// multiple of 128) and moves the 16-byte units instead (unit_at); the others (80, 96, 112) add
+/// 16 bytes of padding, so consecutive rows start 16 bytes apart modulo 128.
+__host__ __device__ constexpr int row_floats(int head_dim) { return head_dim % 64 == 0 ? head_dim / 2 : (head_dim + 8) / 2; }
+/// Where 16-byte unit \p u of row \p token sits in its row in shared memory: for a head dim that
+/// is a multiple of 64, the units of each 128 bytes are swizzled by the row (XOR with its low 3
+/// bits). An ldmatrix's 8 consecutive rows then read 8 different banks' units, and the 8 lanes
+/// that copy one 128-byte piece of a row still fill one whole 128-byte line of shared memory.
+/// That matters: with padded rows such a piece straddles two lines of shared memory, and the
+/// H200 split the copies into 2.6 times as many L2 requests, 1.5 times the bytes (ncu, v66),
+/// holding `gqa-batch` at 84% of the datasheet bandwidth.
+template <int HEAD_DIM>
+__host__ __device__ constexpr int unit_at(int token, int u) {
+  if constexpr (HEAD_DIM % 64 == 0) return (u & ~7) | ((u ^ token) & 7);
+  else return u;
+}
 /// Floats of one stage: a tile's K rows, then its V rows.
 __host__ __device__ constexpr int stage_floats(int head_dim, int tile) { return 2 * tile * row_floats(head_dim); }
 
@@ -134,22 +148,23 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
         if (warp + warps * j >= kGroups) break;
         const int token = 4 * (warp + warps * j) + lane / 8;  // in the tile
         const int at = begin + tile * TILE + token;
-        auto dst = shared_slot(shared, (tile % STAGES) * kStage + token * kRow + copier_chunk * 4);
+        const int row_at = (tile % STAGES) * kStage + token * kRow;
+        auto dst = [&](int c) { return shared_slot(shared, row_at + unit_at<HEAD_DIM>(token, copier_chunk + 8 * c) * 4); };
         if (pages[j] >= 0) {
           const int slot = args.block_shift >= 0 ? at & (args.block_size - 1) : at % args.block_size;
           const std::int64_t row = args.kv_offset(pages[j], kv_head, slot) + copier_chunk * 8;
           PA_UNROLL
           for (int c = 0; c < kLaneChunks; ++c) {
             if (copier_chunk + 8 * c >= HEAD_DIM / 8) break;
-            copy_async<8>(dst + 32 * c, args.key_cache, row + 64 * c);
-            copy_async<8>(dst + TILE * kRow + 32 * c, args.value_cache, row + 64 * c);
+            copy_async<8>(dst(c), args.key_cache, row + 64 * c);
+            copy_async<8>(dst(c) + TILE * kRow, args.value_cache, row + 64 * c);
           }
         } else {  // past the range: zeros, so a weight of 0 times V adds 0, not whatever the slot held
           PA_UNROLL
           for (int c = 0; c < kLaneChunks; ++c) {
             if (copier_chunk + 8 * c >= HEAD_DIM / 8) break;
-            zero_async(dst + 32 * c, args.key_cache);
-            zero_async(dst + TILE * kRow + 32 * c, args.key_cache);
+            zero_async(dst(c), args.key_cache);
+            zero_async(dst(c) + TILE * kRow, args.key_cache);
           }
         }
       }
@@ -179,10 +194,14 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
   }
   look_up(STAGES - 1, pages);  // the pages of the tile issued next
   for (int tile = 0; tile < tiles; ++tile) {
-    async_wait<STAGES - 2>();  // this thread's copies of `tile` have landed
-    __syncthreads();           // everyone's have, and everyone is done with the stage issue() refills
+    // The copies of tile + STAGES - 1 go out before the wait for this tile, so STAGES tiles are
+    // in flight while the program waits; they refill the stage the last tile used, which the
+    // first barrier frees. The second barrier: everyone's copies of this tile have landed.
+    __syncthreads();
     issue(tile + STAGES - 1, pages);
-    look_up(tile + STAGES, pages);  // its latency hides behind this tile's arithmetic
+    look_up(tile + STAGES, pages);  // its latency hides behind this tile's wait and arithmetic
+    async_wait<STAGES - 1>();       // this thread's copies of `tile` have landed
+    __syncthreads();
     const int k_tile = (tile % STAGES) * kStage;
     const int v_tile = k_tile + TILE * kRow;
 
@@ -198,7 +217,7 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
         const int token = 16 * c + (lane / 16) * 8 + lane % 8;
         const int channel = kk * 16 + (lane / 8) % 2 * 8;
         unsigned k[4];
-        ldmatrix_x4<TRANSPOSED_K>(k, shared_slot(shared, k_tile + token * kRow + channel / 2));
+        ldmatrix_x4<TRANSPOSED_K>(k, shared_slot(shared, k_tile + token * kRow + unit_at<HEAD_DIM>(token, channel / 8) * 4));
         mma_m16n8k16<T>(s[2 * c], q[kk], {k[0], k[1]});
         mma_m16n8k16<T>(s[2 * c + 1], q[kk], {k[2], k[3]});
       }
@@ -264,7 +283,7 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
         const int token = 16 * c + (lane / 8) % 2 * 8 + lane % 8;
         const int channel = block * 16 + lane / 16 * 8;
         unsigned v[4];
-        ldmatrix_x4<true>(v, shared_slot(shared, v_tile + token * kRow + channel / 2));
+        ldmatrix_x4<true>(v, shared_slot(shared, v_tile + token * kRow + unit_at<HEAD_DIM>(token, channel / 8) * 4));
         mma_m16n8k16<T>(o[i][0], p[c], {v[0], v[1]});
         mma_m16n8k16<T>(o[i][1], p[c], {v[2], v[3]});
       }
@@ -324,9 +343,15 @@ void with_kernel(const DecodeProblem& p, F&& f) {
   });
 }
 
+/// The fewest tokens a split takes when the plan chooses: step 09's one-wave count (splits of
+/// 256 tokens on `long-single` and `small-batch`) is capped so each split has 512 or more: on the
+/// H200 both ran fastest at 512 tokens a split (lab/perf-log.md, v64).
+inline constexpr int kMinTokensPerSplit = 512;
+
 // [plan]
 /// The plan: the program's warps and shared memory from the problem, the programs one SM holds
-/// from the occupancy calculator, and step 09's split count.
+/// from the occupancy calculator, and step 09's split count with splits of kMinTokensPerSplit
+/// tokens or more.
 inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
   validate(p, kName);
   require_knobs(options, knob_splits | knob_partition, kName);
@@ -356,6 +381,10 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
   step07::require_fits(out, device, kName);
   const std::int64_t pairs = std::int64_t{p.num_seqs} * p.num_kv_heads;
   out.splits = step09::choose_splits(p, pairs, out.resident_per_sm, out.threads, options, device);
+  if (options.num_splits == 0 && options.partition_tokens == 0) {
+    const std::int64_t most = (p.max_context_len + kMinTokensPerSplit - 1) / kMinTokensPerSplit;
+    out.splits = static_cast<int>(std::clamp<std::int64_t>(most, 1, out.splits));
+  }
   out.options.num_splits = out.splits;
   out.grid[0] = static_cast<unsigned>(p.num_kv_heads);
   out.grid[1] = static_cast<unsigned>(p.num_seqs);
