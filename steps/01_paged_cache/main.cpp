@@ -16,9 +16,10 @@
 // After every phase: allocator and table invariants, and gather() of every sequence equal,
 // bit for bit, to the tokens that went in. Any failure prints FAIL and exits 1.
 //
-// --summary prints the story in a few lines instead (the tour shows them).
+// --summary prints the story in a few lines instead (the tour shows them); --dot prints the
+// block tables and the pool after the copy-on-write as a Graphviz graph (the step's page draws it).
 //
-//   build/current/steps/step01_paged_cache [--seqs 4] [--page 16] [--seed 1] [--json FILE] [--quiet | --summary]
+//   build/current/steps/step01_paged_cache [--seqs 4] [--page 16] [--seed 1] [--json FILE] [--quiet | --summary | --dot]
 
 #include <algorithm>
 #include <cstdint>
@@ -48,6 +49,7 @@ struct Options {
   std::int64_t max_len = 2048;
   bool quiet = false;
   bool summary = false;
+  bool dot = false;
   std::string json;
 };
 
@@ -63,6 +65,8 @@ const char* usage =
     "  --json FILE    write the memory report as JSON\n"
     "  --quiet        print nothing unless a check fails (how ctest runs it)\n"
     "  --summary      print only the story: a block table, copy-on-write, memory waste\n"
+    "  --dot          print only the block tables and the pool after the copy-on-write, as a\n"
+    "                 Graphviz graph (docs/results/step01-block-tables.dot is this output)\n"
     "  --help         this text\n";
 
 long long parse_integer(std::string_view flag, const char* text, long long low, long long high) {
@@ -82,8 +86,8 @@ Options parse(int argc, char** argv) {
       std::cout << usage;
       std::exit(0);
     }
-    if (flag == "--quiet" || flag == "--summary") {
-      (flag == "--quiet" ? options.quiet : options.summary) = true;
+    if (flag == "--quiet" || flag == "--summary" || flag == "--dot") {
+      (flag == "--quiet" ? options.quiet : flag == "--summary" ? options.summary : options.dot) = true;
       continue;
     }
     if (i + 1 >= argc) pa::throw_argument("step01_paged_cache", flag, "a value after it", "nothing");
@@ -149,6 +153,8 @@ class Step01 {
   void run();
   /// The story in a few lines, from what run() did (--summary).
   const std::string& summary() const { return summary_; }
+  /// The block tables and the pool after the copy-on-write, as a Graphviz graph (--dot).
+  const std::string& dot() const { return dot_; }
 
  private:
   static pa::CacheConfig config_for(const Options& options);
@@ -156,6 +162,7 @@ class Step01 {
   void append(int seq);
   void check(const char* phase);
   void print_tables();
+  std::string dot_graph(int copied_page, int copied_from) const;
 
   Options options_;
   Values values_;
@@ -163,6 +170,7 @@ class Step01 {
   std::map<int, Shadow> shadow_;
   std::ostringstream& log_;
   std::string summary_;
+  std::string dot_;
 };
 
 std::vector<std::int64_t> Step01::lengths_for(const Options& options) {
@@ -230,6 +238,43 @@ void Step01::print_tables() {
          << cache_.block_table(seq).size() << "  " << table_text(cache_.block_table(seq)) << "\n";
 }
 
+std::string Step01::dot_graph(int copied_page, int copied_from) const {
+  // Each sequence's table is a column of entries (position -> page), the pool a column of pages
+  // in id order; an edge per table entry. A page two tables share is shaded, the copy-on-write's
+  // new page is marked, free pages are grey.
+  const pa::BlockAllocator& allocator = cache_.allocator();
+  const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  std::ostringstream dot;
+  dot << "digraph block_tables {\n  rankdir=LR; ranksep=1.2; nodesep=0.15;\n"
+      << "  node [shape=plaintext, fontname=\"Helvetica\", fontsize=10]; edge [arrowsize=0.6];\n";
+  for (const int seq : cache_.sequences()) {
+    dot << "  seq" << seq << " [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">"
+        << "<tr><td bgcolor=\"" << colours[seq % 8] << "\"><font color=\"white\"><b>seq " << seq << "</b></font></td></tr>"
+        << "<tr><td>" << cache_.context_len(seq) << " tokens</td></tr>";
+    const std::vector<pa::PageId>& table = cache_.block_table(seq);
+    for (std::size_t i = 0; i < table.size(); ++i) dot << "<tr><td port=\"e" << i << "\">[" << i << "] " << table[i] << "</td></tr>";
+    dot << "</table>>];\n";
+  }
+  dot << "  pool [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">"
+      << "<tr><td><b>pool</b></td></tr>";
+  for (pa::PageId page = 0; page < allocator.num_blocks(); ++page) {
+    const std::int32_t refs = allocator.ref_count(page);
+    const char* fill = refs == 0 ? "#e0e0e0" : refs > 1 ? "#ffe08a" : "white";
+    dot << "<tr><td port=\"p" << page << "\" bgcolor=\"" << fill << "\">page " << page;
+    if (refs > 1) dot << ": " << refs << " holders";
+    if (page == copied_page) dot << ": copy of " << copied_from;
+    dot << "</td></tr>";
+  }
+  dot << "</table>>];\n";
+  for (const int seq : cache_.sequences()) {
+    const std::vector<pa::PageId>& table = cache_.block_table(seq);
+    for (std::size_t i = 0; i < table.size(); ++i)
+      dot << "  seq" << seq << ":e" << i << ":e -> pool:p" << table[i] << ":w [color=\"" << colours[seq % 8] << "\"];\n";
+  }
+  dot << "}\n";
+  return dot.str();
+}
+
 void Step01::run() {
   const pa::CacheConfig& config = cache_.config();
   log_ << "step01_paged_cache: a pool of " << config.num_blocks << " pages of " << config.block_size << (config.block_size == 1 ? " token, " : " tokens, ")
@@ -276,12 +321,14 @@ void Step01::run() {
     log_ << "\n";
   };
   log_ << "\n3. copy-on-write\n";
+  int copied_page = -1, copied_from = -1;
   for (const int seq : {child, parent}) {
     Shadow& shadow = shadow_[seq];
     shadow.keys.push_back(values_.row(cache_.row_elems()));
     shadow.values.push_back(values_.row(cache_.row_elems()));
     const pa::AppendResult result = cache_.append_token(seq, shadow.keys.back(), shadow.values.back());
     describe_append(seq, result);
+    if (result.copied_from >= 0) copied_page = static_cast<int>(result.page), copied_from = static_cast<int>(result.copied_from);
     if (result.copied_from >= 0)
       summary_ += pa::cat("copy-on-write: seq ", child, " = fork(seq ", parent, ") shares its pages; its first append found page ",
                           result.copied_from, "\n  shared, so it copied it to page ", result.page, " and wrote there\n");
@@ -291,6 +338,7 @@ void Step01::run() {
   }
   print_tables();
   check("copy-on-write");
+  dot_ = dot_graph(copied_page, copied_from);
 
   // 4. One batched decode step through the write path: the scheduler reserves a slot per
   //    sequence (append_slot), the kernel writes rows to slots (write_slots). A padding row
@@ -334,8 +382,16 @@ void Step01::run() {
   for (std::string line; std::getline(tight_table, line);) log_ << "    " << line << "\n";
   if (!options_.json.empty()) {
     std::ofstream file(options_.json);
+    // The live sequences' tables (after the fork and the decode step) with the pool's size: enough
+    // to draw which page each sequence holds (notebooks/paged_memory.ipynb).
+    std::string sequences;
+    for (const int seq : cache_.sequences())
+      sequences += pa::cat(sequences.empty() ? "" : ", ", "{\"seq\": ", seq, ", \"tokens\": ", cache_.context_len(seq),
+                           ", \"block_table\": ", table_text(cache_.block_table(seq)), "}");
     file << "{\"step\": \"01_paged_cache\", \"seed\": " << options_.seed << ", \"dtype\": \"" << pa::dtype_name(config.dtype)
-         << "\", \"memory\": " << reserved.json() << ", \"memory_best_case_contiguous\": " << tight.json() << "}\n";
+         << "\", \"memory\": " << reserved.json() << ", \"memory_best_case_contiguous\": " << tight.json()
+         << ", \"pool_pages\": " << config.num_blocks << ", \"sequences\": [" << sequences
+         << "], \"stamp\": " << pa::Stamp::collect(false).to_json().dump() << "}\n";
     if (!file) throw pa::Error(pa::cat("step01_paged_cache: cannot write --json file '", options_.json, "'"));
     log_ << "    wrote " << options_.json << "\n";
   }
@@ -364,15 +420,17 @@ int main(int argc, char** argv) {
   }
   // Everything is logged to a buffer: --quiet prints it only when a check fails.
   std::ostringstream log;
-  std::string failure, summary;
+  std::string failure, summary, dot;
   try {
     Step01 step(options, log);
     step.run();
     summary = step.summary();
+    dot = step.dot();
   } catch (const std::exception& error) {
     failure = error.what();
   }
-  if (options.summary && failure.empty()) std::cout << summary;
+  if (options.dot && failure.empty()) std::cout << dot;
+  else if (options.summary && failure.empty()) std::cout << summary;
   else if (!options.quiet || !failure.empty()) std::cout << log.str();
   if (!failure.empty()) {
     std::cout << "FAIL: " << failure << "\n";
