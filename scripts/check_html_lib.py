@@ -259,8 +259,9 @@ def check_page(path: str, page: Page, page_name: str, site: Site) -> list:
 
 
 def html_files(root: Path) -> list:
-    """The pages of a Doxygen html folder: its top-level *.html (search/ holds only Doxygen's own)."""
-    return sorted(root.glob("*.html"))
+    """The pages of a Doxygen html folder: its top-level *.html (search/ holds only Doxygen's own)
+    and the executed notebooks in notebooks/ (scripts/test writes them there)."""
+    return sorted(root.glob("*.html")) + sorted(root.glob("notebooks/*.html"))
 
 
 STEP_TITLE = re.compile(r"^Step \d+\b")

@@ -144,6 +144,19 @@ class ScriptTest(unittest.TestCase):
         self.assertIn("step06_x.html: raw-markup: Doxygen command '\\snippet' in", result.stdout)
         self.assertIn("The kernel.", result.stdout)
 
+    def test_notebook_pages_are_checked_with_their_own_folder(self):
+        notebooks = self.html / "notebooks"
+        notebooks.mkdir()
+        (notebooks / "ladder.html").write_text(page('<p><a href="../index.html">back</a></p>', page_doc=False))
+        result = self.run_script(str(self.html))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("3 pages: clean", result.stdout)
+        (notebooks / "ladder.html").write_text(
+            page('<script src="file:///usr/share/javascript/requirejs/require.min.js"></script><p>x</p>', page_doc=False))
+        result = self.run_script(str(self.html))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("notebooks/ladder.html: machine-path: link to a machine path", result.stdout)
+
     def test_missing_folder_exits_2(self):
         result = self.run_script(str(self.tmp / "nope"))
         self.assertEqual(result.returncode, 2)
