@@ -299,6 +299,24 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
 }
 
 namespace {
+/// \p text as lines of at most \p width columns, broken at spaces (a word longer than a line
+/// keeps its own line): the first starts with \p first, the rest with \p rest.
+std::string wrapped(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
+  std::string out, line = first;
+  std::size_t words = 0;
+  std::istringstream stream(text);
+  for (std::string word; stream >> word;) {
+    if (words > 0 && line.size() + 1 + word.size() > width) {
+      out += line + '\n';
+      line = rest;
+      words = 0;
+    }
+    line += (words > 0 ? " " : "") + word;
+    ++words;
+  }
+  return out + line + '\n';
+}
+
 /// "05" and "warps_and_vectors" from "step05_warps_and_vectors": the step column says the number.
 std::string short_kernel_name(const std::string& kernel) {
   const std::size_t underscore = kernel.find('_');
@@ -361,8 +379,9 @@ void print_step_table(const std::vector<StepReport>& reports, std::ostream& out)
     if (it == grouped.end()) grouped.emplace_back(note, cat("step ", step));
     else it->second += cat(", ", step);
   }
-  for (const auto& [note, steps] : grouped) out << "  " << steps << ": " << note << '\n';
-  if (!gpu_columns && !reports.empty()) out << "  GPU: " << reports.front().gpu_status << '\n';
+  // Notes wrap at the table's 100 columns too (a refusal names its limit at length).
+  for (const auto& [note, steps] : grouped) out << wrapped(cat(steps, ": ", note), 100, "  ", "      ");
+  if (!gpu_columns && !reports.empty()) out << wrapped(cat("GPU: ", reports.front().gpu_status), 100, "  ", "      ");
 }
 
 std::string step_table_legend(bool gpu_columns, DType dtype) {
