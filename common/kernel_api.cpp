@@ -63,9 +63,12 @@ void require_knobs(const KernelOptions& options, unsigned knobs, std::string_vie
                 {knob_partition, options.partition_tokens, "options.partition_tokens"},
                 {knob_tile, options.tile_tokens, "options.tile_tokens"},
                 {knob_variant, options.variant, "options.variant"}};
-  for (const auto& field : fields)
+  for (const auto& field : fields) {
     PA_REQUIRE((knobs & field.bit) != 0 || field.value == 0, function, field.name,
                "0 (this step has no such knob)", field.value);
+    // A negative value would otherwise read as 0, "the kernel chooses", in the steps that test > 0.
+    PA_REQUIRE(field.value >= 0, function, field.name, ">= 0 (0: the kernel chooses)", field.value);
+  }
 }
 
 std::string describe_launch(const LaunchPlan& plan) {

@@ -59,7 +59,8 @@ enum Knob : unsigned {
   knob_variant = 1u << 4,    ///< KernelOptions::variant
 };
 
-/// Throws ArgumentError, naming \p function, when \p options sets a knob that is not in \p knobs.
+/// Throws ArgumentError, naming \p function, when \p options sets a knob that is not in \p knobs
+/// or sets one to a negative value.
 void require_knobs(const KernelOptions& options, unsigned knobs, std::string_view function);
 
 /// What a kernel runs for one problem, worked out once by KernelEntry::plan (which checks the

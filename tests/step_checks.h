@@ -181,7 +181,7 @@ inline std::vector<KernelOptions> knobs_of(int step) {
 }
 
 /// An unsupported head dim is refused before any launch, naming the argument and the choices;
-/// so is a knob the step does not have, and a tile that is not compiled.
+/// so is a knob the step does not have, a tile that is not compiled, and a negative thread count.
 inline void check_refusals(Backend backend, int step) {
   WorkloadSpec spec = debug_spec();
   spec.head_dim = 72;
@@ -200,6 +200,12 @@ inline void check_refusals(Backend backend, int step) {
     options = {};
     options.num_splits = 2;
     PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError, "options.num_splits");
+  }
+  if (entry.knobs & knob_threads) {
+    options = {};
+    options.threads_per_block = -32;  // not 0, "the kernel chooses"
+    PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, good, options), ArgumentError,
+                              "options.threads_per_block: expected >= 0");
   }
 }
 
