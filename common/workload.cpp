@@ -3,14 +3,73 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <thread>
+#include <utility>
+
+#include <sys/mman.h>
 
 #include "common/error.h"
 #include "common/paged_cache.h"
 
 namespace pa {
+
+namespace {
+/// From this size on, CacheBytes maps address space instead of asking calloc.
+constexpr std::size_t kReserveBytes = std::size_t{64} << 20;
+
+std::byte* reserve_zeroed(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  if (bytes < kReserveBytes) {
+    void* memory = std::calloc(bytes, 1);
+    if (!memory) throw std::bad_alloc();
+    return static_cast<std::byte*>(memory);
+  }
+  // MAP_NORESERVE: no swap is set aside, so the kernel's overcommit check lets a reservation
+  // larger than memory through; a page takes memory when first written (a read maps the
+  // shared zero page).
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) throw std::bad_alloc();
+  return static_cast<std::byte*>(memory);
+}
+
+void release_zeroed(std::byte* memory, std::size_t bytes) noexcept {
+  if (!memory) return;
+  if (bytes < kReserveBytes) std::free(memory);
+  else munmap(memory, bytes);
+}
+}  // namespace
+
+CacheBytes::CacheBytes(std::size_t size) : data_(reserve_zeroed(size)), size_(size) {}
+
+CacheBytes::CacheBytes(const CacheBytes& other) : data_(reserve_zeroed(other.size_)), size_(other.size_) {
+  if (size_) std::memcpy(data_, other.data_, size_);
+}
+
+CacheBytes& CacheBytes::operator=(const CacheBytes& other) {
+  if (this != &other) *this = CacheBytes(other);
+  return *this;
+}
+
+CacheBytes::CacheBytes(CacheBytes&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+CacheBytes& CacheBytes::operator=(CacheBytes&& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(size_, other.size_);
+  return *this;
+}
+
+CacheBytes::~CacheBytes() { release_zeroed(data_, size_); }
+
+bool operator==(const CacheBytes& a, const CacheBytes& b) {
+  return a.size_ == b.size_ && (a.size_ == 0 || std::memcmp(a.data_, b.data_, a.size_) == 0);
+}
+
 namespace {
 
 constexpr std::uint64_t golden_gamma = 0x9e3779b97f4a7c15ull;  // splitmix64's increment
@@ -128,9 +187,10 @@ void check_spec(const WorkloadSpec& spec) {
 }
 
 /// Fills one cache: valid slots (slot < valid_slots[page]) get seeded values in [-1, 1],
-/// the rest \p filler. A value depends on the seed and the element's logical position
+/// the rest \p filler; a page whose valid_slots is -1 (a sparse pool's page no table uses and
+/// no canary) is not touched. A value depends on the seed and the element's logical position
 /// (page, head, slot, channel) only, so the hnd and nhd layouts hold the same tokens.
-void fill_cache(std::vector<std::byte>& cache, const DecodeProblem& problem,
+void fill_cache(CacheBytes& cache, const DecodeProblem& problem,
                 const std::vector<std::int32_t>& valid_slots, std::uint64_t key, float filler,
                 int num_threads) {
   const std::int64_t heads = problem.num_kv_heads;
@@ -148,6 +208,7 @@ void fill_cache(std::vector<std::byte>& cache, const DecodeProblem& problem,
       const std::int64_t last = std::min(problem.num_blocks, first + pages_per_chunk);
       for (std::int64_t page = first; page < last; ++page) {
         const std::int64_t valid = valid_slots[static_cast<std::size_t>(page)];
+        if (valid < 0) continue;  // untouched (sparse)
         for (std::int64_t head = 0; head < heads; ++head) {
           for (std::int64_t slot = 0; slot < block_size; ++slot) {
             const std::int64_t base = layout.offset(page, head, slot, 0);
@@ -252,26 +313,32 @@ Workload make_workload(const WorkloadSpec& spec, int num_threads) {
   }
 
   // Valid slots of each page: a prefix [0, valid). A shared page is valid where any of its
-  // sequences reads it (the union, which for prefixes is the maximum).
-  std::vector<std::int32_t> valid_slots(static_cast<std::size_t>(num_blocks), 0);
+  // sequences reads it (the union, which for prefixes is the maximum). A sparse pool marks the
+  // pages it leaves untouched -1; the pages either side of a used one stay 0: canaries, all poison.
+  std::vector<std::int32_t> valid_slots(static_cast<std::size_t>(num_blocks), spec.sparse ? -1 : 0);
   for (std::size_t s = 0; s < tables.size(); ++s) {
     for (std::size_t i = 0; i < tables[s].size(); ++i) {
+      const auto page = static_cast<std::size_t>(tables[s][i]);
       const std::int64_t in_page = std::min<std::int64_t>(block_size, spec.context_lens[s] - static_cast<std::int64_t>(i) * block_size);
-      std::int32_t& valid = valid_slots[static_cast<std::size_t>(tables[s][i])];
-      valid = std::max(valid, static_cast<std::int32_t>(in_page));
+      valid_slots[page] = std::max(valid_slots[page], static_cast<std::int32_t>(in_page));
+      if (page > 0) valid_slots[page - 1] = std::max(valid_slots[page - 1], 0);
+      if (page + 1 < valid_slots.size()) valid_slots[page + 1] = std::max(valid_slots[page + 1], 0);
     }
   }
+  const std::int64_t pages_written =
+      std::count_if(valid_slots.begin(), valid_slots.end(), [](std::int32_t valid) { return valid >= 0; });
 
   // Tensors. Automatic threading: one thread for small workloads (thread start-up would
   // cost more than the fill), every hardware thread for large ones.
   const std::int64_t cache_elems = problem.cache_elems();
+  const std::int64_t elems_written = pages_written * problem.layout.block_stride;
   int threads = num_threads;
   if (threads == 0)
-    threads = 2 * cache_elems < (std::int64_t{1} << 20) ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = 2 * elems_written < (std::int64_t{1} << 20) ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const float filler = spec.poison ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
   const std::size_t elem = dtype_size(spec.dtype);
-  workload.key_cache.resize(static_cast<std::size_t>(cache_elems) * elem);    // problem.layout over num_blocks pages
-  workload.value_cache.resize(static_cast<std::size_t>(cache_elems) * elem);  // same
+  workload.key_cache = CacheBytes(static_cast<std::size_t>(cache_elems) * elem);    // problem.layout over num_blocks pages
+  workload.value_cache = CacheBytes(static_cast<std::size_t>(cache_elems) * elem);  // same
   fill_cache(workload.key_cache, problem, valid_slots, stream_key(spec.seed, Stream::keys), filler, threads);
   fill_cache(workload.value_cache, problem, valid_slots, stream_key(spec.seed, Stream::values), filler, threads);
 

@@ -22,6 +22,38 @@
 
 namespace pa {
 
+/// The host bytes of one KV cache, zeroed when made, from memory that takes physical pages only
+/// where it is written: calloc below 64 MiB, above it a reservation of address space (mmap with
+/// MAP_NORESERVE, so that a pool larger than the machine's memory can be reserved). Nothing
+/// writes the bytes on the way (a std::vector would fill every element, touching every page,
+/// and under UBSan take seconds a gigabyte), so a sparse pool of gigabytes costs only the pages
+/// the workload writes (WorkloadSpec::sparse). Copies are deep.
+class CacheBytes {
+ public:
+  CacheBytes() = default;
+  /// \p size zero bytes. Throws std::bad_alloc.
+  explicit CacheBytes(std::size_t size);
+  CacheBytes(const CacheBytes& other);
+  CacheBytes& operator=(const CacheBytes& other);
+  CacheBytes(CacheBytes&& other) noexcept;
+  CacheBytes& operator=(CacheBytes&& other) noexcept;
+  ~CacheBytes();
+
+  std::byte* data() { return data_; }
+  const std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  std::byte* begin() { return data_; }
+  std::byte* end() { return data_ + size_; }
+  const std::byte* begin() const { return data_; }
+  const std::byte* end() const { return data_ + size_; }
+  /// The same bytes (a comparison reads every page of both).
+  friend bool operator==(const CacheBytes& a, const CacheBytes& b);
+
+ private:
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 /// Which cache layout a workload uses (see CacheLayout).
 enum class LayoutKind : std::uint8_t { hnd, nhd };
 
@@ -44,6 +76,12 @@ struct WorkloadSpec {
   bool poison = true;      ///< NaN / INT32_MAX where the kernel must not read; false: zeros
   float query_multiplier = 1.0f;  ///< scales q: 0 makes every logit equal; large tests +-1e5 logits
   int nan_sequence = -1;   ///< >= 0: NaN into one valid K element of that sequence, in a page it holds alone
+  /// Writes only the pages some table uses and a canary page either side of each (poisoned
+  /// like every slot the kernel must not read); the other pages of the pool are never touched
+  /// and read as zeros. With many spare_blocks this is a pool of billions of elements that
+  /// costs only its used pages (CacheBytes): the pools over 2^31 and 2^32 elements of
+  /// tests/step_checks.h. The GPU copy poisons the untouched pages (DeviceWorkload).
+  bool sparse = false;
 };
 
 /// A built workload: the problem plus every host tensor, in problem.dtype.
@@ -51,8 +89,8 @@ struct Workload {
   WorkloadSpec spec;
   DecodeProblem problem;
   std::vector<std::byte> query;         ///< [num_seqs][num_q_heads][head_dim]
-  std::vector<std::byte> key_cache;     ///< problem.cache_elems() elements
-  std::vector<std::byte> value_cache;   ///< same
+  CacheBytes key_cache;                 ///< problem.cache_elems() elements
+  CacheBytes value_cache;               ///< same
   std::vector<std::int32_t> block_tables;  ///< [num_seqs][max_blocks_per_seq]
   std::vector<std::int32_t> context_lens;  ///< [num_seqs]
 

@@ -77,8 +77,27 @@ DeviceWorkload::DeviceWorkload(const Workload& w)
       context_lens_(w.context_lens.size() * sizeof(std::int32_t), "context_lens"),
       out_(w.out_bytes(), "out") {
   query_.upload(w.query.data(), w.query.size());
-  key_cache_.upload(w.key_cache.data(), w.key_cache.size());
-  value_cache_.upload(w.value_cache.data(), w.value_cache.size());
+  if (!w.spec.sparse) {
+    key_cache_.upload(w.key_cache.data(), w.key_cache.size());
+    value_cache_.upload(w.value_cache.data(), w.value_cache.size());
+  } else {
+    // A sparse pool: the pages no table uses are poison (NaN) on the device, and only the
+    // pages the tables use are copied, not the gigabytes of untouched host memory.
+    key_cache_.fill(0xff);
+    value_cache_.fill(0xff);
+    const DecodeProblem& p = w.problem;
+    const std::size_t elem = dtype_size(p.dtype);
+    std::set<std::int32_t> pages;
+    for (int seq = 0; seq < p.num_seqs; ++seq)
+      for (std::int64_t i = 0; i < pages_for(w.context_lens[static_cast<std::size_t>(seq)], p.block_size); ++i)
+        pages.insert(w.block_tables[static_cast<std::size_t>(seq) * p.max_blocks_per_seq + static_cast<std::size_t>(i)]);
+    for (const std::int32_t page : pages) {
+      const std::size_t begin = static_cast<std::size_t>(page * p.layout.block_stride) * elem;
+      const std::size_t bytes = std::min(static_cast<std::size_t>(p.layout.block_stride) * elem, w.key_cache.size() - begin);
+      key_cache_.upload(w.key_cache.data() + begin, bytes, begin);
+      value_cache_.upload(w.value_cache.data() + begin, bytes, begin);
+    }
+  }
   block_tables_.upload(w.block_tables.data(), block_tables_.size());
   context_lens_.upload(w.context_lens.data(), context_lens_.size());
 }

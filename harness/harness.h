@@ -33,7 +33,9 @@ struct RunOutput {
 RunOutput run_emulator(const KernelEntry& kernel, const Workload& workload,
                        const KernelOptions& options = {});
 
-/// A workload copied to the GPU, with poisoned output and workspace buffers.
+/// A workload copied to the GPU, with poisoned output and workspace buffers. Of a sparse
+/// workload (WorkloadSpec::sparse) only the pages the tables use are copied; every other page
+/// of the device's pool is poison (NaN).
 class DeviceWorkload {
  public:
   explicit DeviceWorkload(const Workload& workload);

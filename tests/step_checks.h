@@ -282,6 +282,62 @@ inline void check_bad_tables_refused(Backend backend, int step) {
   require_oracle_match(backend, step, padded);
 }
 
+/// A sparse pool of \p pool_pages pages of 8 KV heads x 16 slots x head dim 128 (16384 elements
+/// a page) whose tables use its top pages, scattered: 140,000 pages are 2.29e9 elements (over
+/// 2^31), 280,000 are 4.59e9 (over 2^32), as in docs/design/CATALOGUE.md R7. Only the used
+/// pages and a canary page either side of each are written (WorkloadSpec::sparse): the host
+/// reserves the gigabytes without touching them, and the oracle reads only the used pages.
+inline WorkloadSpec huge_pool_spec(std::int64_t pool_pages, DType dtype) {
+  WorkloadSpec spec;
+  spec.name = cat("pool-of-", pool_pages, "-pages");
+  spec.num_q_heads = 16;
+  spec.num_kv_heads = 8;
+  spec.head_dim = 128;
+  spec.block_size = 16;
+  spec.context_lens = {17, 1, 0, 40, 33};  // 9 pages: a few short sequences, ragged
+  spec.dtype = dtype;
+  spec.seed = 31;
+  spec.pages_near_top = true;
+  spec.sparse = true;
+  spec.spare_blocks = static_cast<int>(pool_pages - 9);
+  return spec;
+}
+
+/// Pools over 2^31 and over 2^32 elements (docs/design/CATALOGUE.md R7) against the oracle, every
+/// used page's offset past the limit: the one over 2^31 in f32 (bf16 for a step without f32),
+/// the one over 2^32 in bf16. A page x stride product in 32 bits (signed or unsigned) sends the
+/// reads to low pages and fails here. The limits that do stay 32-bit are refused by the step's
+/// plan before anything runs, naming them: more than 2^31 pages (block-table entries are int32)
+/// and a page of 2^31 elements or more (offsets inside a page are 32-bit, DecodeArgs::kv_offset).
+inline void check_huge_pools(Backend backend, int step) {
+  const struct {
+    std::int64_t pages;
+    DType dtype;
+    std::int64_t limit;
+  } pools[] = {{140000, runs(step, DType::f32) ? DType::f32 : DType::bf16, std::int64_t{1} << 31},
+               {280000, DType::bf16, std::int64_t{1} << 32}};
+  for (const auto& pool : pools) {
+    const Workload w = make_workload(huge_pool_spec(pool.pages, pool.dtype));
+    REQUIRE(w.problem.num_blocks == pool.pages);
+    for (std::size_t i = 0; i < w.block_tables.size(); ++i) {
+      const std::int64_t entry = static_cast<std::int64_t>(i) % w.problem.max_blocks_per_seq;
+      const std::int64_t seq = static_cast<std::int64_t>(i) / w.problem.max_blocks_per_seq;
+      if (entry < pages_for(w.context_lens[static_cast<std::size_t>(seq)], w.problem.block_size))
+        REQUIRE(w.block_tables[i] * w.problem.layout.block_stride > pool.limit);
+    }
+    require_oracle_match(backend, step, w);
+  }
+  const KernelEntry& entry = kernel(step, backend);
+  const DeviceLimits device = backend == Backend::cuda ? gpu::device_info().limits : DeviceLimits::pretend_h200();
+  DecodeProblem too_many = make_problem(1, 8, 8, 128, 16, 4, 64, (std::int64_t{1} << 31) + 1, DType::bf16);
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(too_many, {}, device), ArgumentError,
+                            cat(entry.name, ": num_blocks: expected <= 2^31 (block-table entries are int32)"));
+  DecodeProblem page_too_big = make_problem(1, 8, 8, 128, 16, 4, 64, 4, DType::bf16);
+  page_too_big.layout.block_stride = std::int64_t{1} << 31;
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(page_too_big, {}, device), ArgumentError,
+                            cat(entry.name, ": layout.block_stride: expected < 2^31 elements"));
+}
+
 /// An empty batch launches nothing and raises nothing.
 inline void check_empty_batch(Backend backend, int step) {
   WorkloadSpec spec = debug_spec();

@@ -1,6 +1,6 @@
 // Every kernel step on the GPU: the checks of the emulator tests, the GPU against the emulator
-// on the adversarial set, and contexts up to 128k. Labelled gpu; skipped, with the reason,
-// where there is no device.
+// on the adversarial set, contexts up to 128k, and pools over 2^31 and 2^32 elements. Labelled
+// gpu; skipped, with the reason, where there is no device.
 #include <cmath>
 
 #include "tests/step_checks.h"
@@ -72,6 +72,11 @@ void check_long_context(int step) {
             "[gpu][step" tag "][checked]") {                                                         \
     if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
     check_bad_tables_refused(Backend::cuda, step);                                                   \
+  }                                                                                                  \
+  TEST_CASE("gpu step" tag ": pools over 2^31 and 2^32 elements (18 GB of device memory)",           \
+            "[gpu][step" tag "][huge]") {                                                            \
+    if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
+    check_huge_pools(Backend::cuda, step);                                                           \
   }
 
 // One set per kernel step of the build (see tests/test_steps.cpp).

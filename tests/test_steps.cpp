@@ -1,6 +1,7 @@
 // Every kernel step in the emulator (checked memory, race detection on): the adversarial set
 // against the oracle in each storage type, NaN poison invisible, every head dim and page size,
-// knobs that do not change the answer, refusals that name the argument, the empty batch.
+// knobs that do not change the answer, refusals that name the argument, the empty batch, pools
+// over 2^31 and 2^32 elements.
 // Covers the kernel of every step the build registers (kernels/CMakeLists.txt); then what each
 // rung adds (tests/test_gpu_steps.cpp runs the same checks on the GPU).
 #include "tests/step_checks.h"
@@ -59,6 +60,10 @@ void check_unchecked_reaches_kernel(int step) {
             "[step" tag "][checked]") {                                                                \
     check_bad_tables_refused(Backend::emulator, step);                                                 \
     check_unchecked_reaches_kernel(step);                                                              \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": pools over 2^31 and 2^32 elements; the 32-bit limits refused up front",     \
+            "[step" tag "][huge]") {                                                                   \
+    check_huge_pools(Backend::emulator, step);                                                         \
   }
 
 // One set of tests per kernel step, from the build's list of kernels (pagedattn_add_kernel):

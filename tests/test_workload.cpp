@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -47,7 +48,8 @@ std::vector<std::vector<std::int32_t>> used_tables(const Workload& workload) {
   return tables;
 }
 
-float element(const std::vector<std::byte>& tensor, pa::DType dtype, std::size_t index) {
+template <class Bytes>  // the query's std::vector<std::byte> or a cache's pa::CacheBytes
+float element(const Bytes& tensor, pa::DType dtype, std::size_t index) {
   return pa::load_as_float(tensor.data(), dtype, index);
 }
 
@@ -108,7 +110,7 @@ TEST_CASE("workload: poison differs from zeros only where no sequence reads", "[
     std::int64_t unread = 0;
     for (const auto* pair : {&poisoned.key_cache, &poisoned.value_cache}) {
       const bool keys = pair == &poisoned.key_cache;
-      const std::vector<std::byte>& zero_cache = keys ? zeros.key_cache : zeros.value_cache;
+      const pa::CacheBytes& zero_cache = keys ? zeros.key_cache : zeros.value_cache;
       for (std::size_t i = 0; i < mask.size(); ++i) {
         const float got = element(*pair, p.dtype, i);
         const float zero = element(zero_cache, p.dtype, i);
@@ -256,6 +258,72 @@ TEST_CASE("workload: pages near the top of the pool", "[workload][tables]") {
     REQUIRE(*std::min_element(pages.begin(), pages.end()) == num_blocks - used);
     REQUIRE(std::is_sorted(pages.rbegin(), pages.rend()) == !scatter);  // descending unless scattered
   }
+}
+
+namespace {
+/// Bytes of this process's memory that are resident (Linux: /proc/self/statm's second field).
+std::int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * 4096;
+}
+}  // namespace
+
+TEST_CASE("workload: a sparse pool writes only its used pages and a canary page either side", "[workload][sparse]") {
+  WorkloadSpec spec = pa::debug_spec();
+  spec.spare_blocks = 40;
+  spec.alias = true;
+  spec.sparse = true;
+  WorkloadSpec dense_spec = spec;
+  dense_spec.sparse = false;
+  const Workload sparse = pa::make_workload(spec);
+  const Workload dense = pa::make_workload(dense_spec);
+  REQUIRE(sparse.problem == dense.problem);
+  REQUIRE(sparse.block_tables == dense.block_tables);
+  REQUIRE(sparse.query == dense.query);
+  const pa::DecodeProblem& p = sparse.problem;
+  std::set<std::int64_t> used;
+  for (const auto& row : used_tables(sparse)) used.insert(row.begin(), row.end());
+  const std::size_t page_bytes = static_cast<std::size_t>(p.layout.block_stride) * pa::dtype_size(p.dtype);
+  int canaries = 0, untouched = 0;
+  for (std::int64_t page = 0; page < p.num_blocks; ++page) {
+    CAPTURE(page);
+    const auto begin = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(page) * page_bytes);
+    const auto end = begin + static_cast<std::ptrdiff_t>(page_bytes);
+    for (const auto* cache : {&sparse.key_cache, &sparse.value_cache}) {
+      const pa::CacheBytes& twin = cache == &sparse.key_cache ? dense.key_cache : dense.value_cache;
+      if (used.count(page)) {  // as written densely, poison past the context included
+        REQUIRE(std::equal(cache->begin() + begin, cache->begin() + end, twin.begin() + begin));
+      } else if (used.count(page - 1) || used.count(page + 1)) {  // a canary: all NaN, as the dense pool's
+        for (std::int64_t i = 0; i < p.layout.block_stride; ++i)
+          REQUIRE(std::isnan(element(*cache, p.dtype, static_cast<std::size_t>(page * p.layout.block_stride + i))));
+        REQUIRE(std::equal(cache->begin() + begin, cache->begin() + end, twin.begin() + begin));
+        canaries += cache == &sparse.key_cache;
+      } else {  // never written
+        REQUIRE(std::all_of(cache->begin() + begin, cache->begin() + end, [](std::byte b) { return b == std::byte{0}; }));
+        untouched += cache == &sparse.key_cache;
+      }
+    }
+  }
+  REQUIRE(canaries > 0);
+  REQUIRE(untouched > 0);
+
+  // A pool of 280,000 pages of 16384 bf16 elements reserves 9.2 GB a cache; memory grows by
+  // about its used pages and the bookkeeping of a quarter of a million page ids.
+  WorkloadSpec huge = spec;
+  huge.num_q_heads = 16;
+  huge.num_kv_heads = 8;
+  huge.head_dim = 128;
+  huge.dtype = pa::DType::bf16;
+  huge.spare_blocks = 280000;
+  huge.pages_near_top = true;
+  const std::int64_t before = resident_bytes();
+  const Workload big = pa::make_workload(huge);
+  const std::int64_t grown = resident_bytes() - before;
+  INFO("resident memory grew by " << grown << " bytes");
+  REQUIRE(big.key_cache.size() > std::size_t{9000000000});
+  REQUIRE(grown < (std::int64_t{64} << 20));
 }
 
 TEST_CASE("workload: every adversarial spec is valid, distinct and small", "[workload][adversarial]") {

@@ -164,9 +164,12 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 Buffer::~Buffer() {
   if (data_) cudaFree(data_);
 }
-void Buffer::upload(const void* host, std::size_t bytes) {
-  if (bytes > bytes_) throw CudaError(cat("upload of ", bytes, " bytes into ", what_, " of ", bytes_, " bytes"));
-  if (bytes) check(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice), cat("upload to ", what_));
+void Buffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
+  if (offset > bytes_ || bytes > bytes_ - offset)
+    throw CudaError(cat("upload of ", bytes, " bytes at byte ", offset, " into ", what_, " of ", bytes_, " bytes"));
+  if (bytes)
+    check(cudaMemcpy(static_cast<unsigned char*>(data_) + offset, host, bytes, cudaMemcpyHostToDevice),
+          cat("upload to ", what_));
 }
 void Buffer::download(void* host, std::size_t bytes) const {
   if (bytes > bytes_) throw CudaError(cat("download of ", bytes, " bytes from ", what_, " of ", bytes_, " bytes"));

@@ -46,8 +46,8 @@ class Buffer {
   ~Buffer();
   void* data() const { return data_; }
   std::size_t size() const { return bytes_; }
-  /// Copies \p bytes from host memory (synchronous).
-  void upload(const void* host, std::size_t bytes);
+  /// Copies \p bytes from host memory to the buffer's byte \p offset on (synchronous).
+  void upload(const void* host, std::size_t bytes, std::size_t offset = 0);
   /// Copies \p bytes to host memory (synchronous; waits for earlier work).
   void download(void* host, std::size_t bytes) const;
   /// Sets every byte (0xff makes NaN of every float type, -1 of ints: the poison).

@@ -20,7 +20,7 @@ Buffer::Buffer(std::size_t, std::string_view) { no_cuda(); }
 Buffer::Buffer(Buffer&&) noexcept = default;
 Buffer& Buffer::operator=(Buffer&&) noexcept = default;
 Buffer::~Buffer() = default;
-void Buffer::upload(const void*, std::size_t) { no_cuda(); }
+void Buffer::upload(const void*, std::size_t, std::size_t) { no_cuda(); }
 void Buffer::download(void*, std::size_t) const { no_cuda(); }
 void Buffer::fill(unsigned char) { no_cuda(); }
 Event::Event() { no_cuda(); }
