@@ -57,9 +57,8 @@ __host__ __device__ constexpr int row_floats(int head_dim) { return head_dim % 6
 /// is a multiple of 64, the units of each 128 bytes are swizzled by the row (XOR with its low 3
 /// bits). An ldmatrix's 8 consecutive rows then read 8 different banks' units, and the 8 lanes
 /// that copy one 128-byte piece of a row still fill one whole 128-byte line of shared memory.
-/// That matters: with padded rows such a piece straddles two lines of shared memory, and the
-/// H200 split the copies into 2.6 times as many L2 requests, 1.5 times the bytes (ncu, v66),
-/// holding `gqa-batch` at 84% of the datasheet bandwidth.
+/// With padded rows such a piece straddles two lines of shared memory and the H200 splits the
+/// copies: 2.6 times the L2 requests and 1.5 times the bytes to the SMs (lab/perf-log.md, v66).
 template <int HEAD_DIM>
 __host__ __device__ constexpr int unit_at(int token, int u) {
   if constexpr (HEAD_DIM % 64 == 0) return (u & ~7) | ((u ^ token) & 7);
