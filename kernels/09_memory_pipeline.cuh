@@ -623,10 +623,11 @@ inline bool wants_wave_program(const DecodeProblem& p, std::int64_t pairs, const
 /// and the pairs do not fill the slots, one wave: as many equal splits as the slots hold,
 /// counting at most kWaveWarps warps an SM, so they all run at once. Otherwise enough programs
 /// for kRounds rounds of the slots, so the SMs that finish early balance the long sequences. No
-/// split under step 07's kMinTokensPerSplit tokens; `options.num_splits` or
-/// `options.partition_tokens` override it.
+/// split under \p min_tokens tokens (step 07's kMinTokensPerSplit unless a later rung asks for
+/// more); `options.num_splits` or `options.partition_tokens` override it.
 inline int choose_splits(const DecodeProblem& p, std::int64_t pairs, int resident_per_sm, int threads,
-                         const KernelOptions& options, const DeviceLimits& device) {
+                         const KernelOptions& options, const DeviceLimits& device,
+                         int min_tokens = step07::kMinTokensPerSplit) {
   if (p.max_context_len == 0) return 1;
   if (options.num_splits > 0) return options.num_splits;
   if (options.partition_tokens > 0)
@@ -637,7 +638,7 @@ inline int choose_splits(const DecodeProblem& p, std::int64_t pairs, int residen
   const std::int64_t wave = std::int64_t{device.sm_count} * std::min(resident_per_sm, wave_programs);
   const std::int64_t wanted = lengths_equal(p) && pairs < slots ? wave / pairs  // 0 (then 1) past the wave
                                                                         : (kRounds * slots + pairs - 1) / pairs;
-  const std::int64_t most = (p.max_context_len + step07::kMinTokensPerSplit - 1) / step07::kMinTokensPerSplit;
+  const std::int64_t most = (p.max_context_len + min_tokens - 1) / min_tokens;
   return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::max<std::int64_t>(most, 1)));
 }
 // [choose]

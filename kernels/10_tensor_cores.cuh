@@ -41,9 +41,8 @@ struct Shape {
 };
 /// 32 tokens, 64 channels a warp, 2 stages: two warps a program at head dim 128, 35 KB of shared
 /// memory, 6 programs an SM on the H200. With the copies of the next tile issued before the wait
-/// for this one, two tiles are in flight while a program waits. On the H200 (bf16, head dim 128)
-/// it was the fastest of the shapes tried on all four large and small workloads, by 1-2% on
-/// `gqa-batch` and 7-9% on `small-batch` and `long-single` (lab/perf-log.md, v67).
+/// for this one, two tiles are in flight while a program waits. The fastest of the shapes tried
+/// on the H200 on the large and the small workloads alike (lab/perf-log.md, v67).
 inline constexpr Shape kShape{32, 64, 2};
 
 /// Warps that split a head dim's output channels (part_dims or fewer each, in blocks of 16).
@@ -342,9 +341,8 @@ void with_kernel(const DecodeProblem& p, F&& f) {
   });
 }
 
-/// The fewest tokens a split takes when the plan chooses: step 09's one-wave count (splits of
-/// 256 tokens on `long-single` and `small-batch`) is capped so each split has 512 or more: on the
-/// H200 both ran fastest at 512 tokens a split (lab/perf-log.md, v64).
+/// The fewest tokens a split takes when the plan chooses (step 09's rule takes 256): on the H200
+/// `long-single` and `small-batch` ran fastest at 512 tokens a split (lab/perf-log.md, v64).
 inline constexpr int kMinTokensPerSplit = 512;
 
 // [plan]
@@ -379,11 +377,7 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
   });
   step07::require_fits(out, device, kName);
   const std::int64_t pairs = std::int64_t{p.num_seqs} * p.num_kv_heads;
-  out.splits = step09::choose_splits(p, pairs, out.resident_per_sm, out.threads, options, device);
-  if (options.num_splits == 0 && options.partition_tokens == 0) {
-    const std::int64_t most = (p.max_context_len + kMinTokensPerSplit - 1) / kMinTokensPerSplit;
-    out.splits = static_cast<int>(std::clamp<std::int64_t>(most, 1, out.splits));
-  }
+  out.splits = step09::choose_splits(p, pairs, out.resident_per_sm, out.threads, options, device, kMinTokensPerSplit);
   out.options.num_splits = out.splits;
   out.grid[0] = static_cast<unsigned>(p.num_kv_heads);
   out.grid[1] = static_cast<unsigned>(p.num_seqs);
