@@ -5,7 +5,9 @@ its visible prose (text outside code, scripts and styles), the text of its code,
 ids it defines and its empty code fragments. `check_page` runs every rule over one `Page`:
 
   raw-markup        Doxygen or Markdown markup left as prose: @section, \\snippet, @ref, \\ref,
-                    @code, \\code (and their kin), a literal **, a tag shown as text (<tt>, <strong>)
+                    @code, \\code (and their kin), a literal **, a tag shown as text (<tt>, <strong>),
+                    a section label of the site shown as a word (a \\ref that lost its command, as
+                    "(\\ref x_y)" does when a tool writes \\r as a line break: "(" then "ef x_y)")
   empty-snippet     a code fragment with nothing in it: Doxygen's mark of a \\snippet whose file or
                     tag it did not find (it warns, but a page can still be built that way)
   machine-path      a build machine's absolute path (/tmp/, /work/, /home/, /root/, file:) in prose,
@@ -36,6 +38,10 @@ BOLD_MARK = re.compile(r"\*\*")
 TAG_AS_TEXT = re.compile(
     r"</?(?:tt|strong|b|i|em|code|pre|a|p|br|div|span|table|tr|td|th|ul|ol|li|h[1-6]|img|sup|sub|kbd)"
     r"(?:\s[^<>]*)?/?>", re.IGNORECASE)
+# A section label (`{#design_correctness_rules}`, Doxygen's <a class="anchor" id=...>) has an
+# underscore; member anchors (a3f2...) have none. A word of prose that is one is a lost \ref.
+LABEL = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+LABEL_WORD = re.compile(r"(?<![\w/.#-])" + LABEL.pattern + r"(?![\w/-]|\.\w)")
 MACHINE_PATH = re.compile(r"(?<![\w.~$}-])(?:/tmp/|/var/tmp/|/work/|/home/|/root/|/Users/|file:/)")
 
 # Elements whose content is code (rules for prose do not apply there).
@@ -67,6 +73,7 @@ class Page:
     code: str = ""    # text inside code elements
     links: list = field(default_factory=list)  # (tag, attribute, url, inside Doxygen's summary bar)
     ids: set = field(default_factory=set)
+    labels: set = field(default_factory=set)  # section labels it defines (a.anchor ids like x_y)
     empty_fragments: int = 0
     title: str = ""
     page_doc: bool = False  # a page Doxygen made from a Markdown page (<!-- PageDoc -->)
@@ -94,6 +101,9 @@ class _Parser(HTMLParser):
         for key in ("id", "name") if tag == "a" else ("id",):
             if attributes.get(key):
                 self.page.ids.add(attributes[key])
+        anchor = attributes.get("id") or ""
+        if tag == "a" and "anchor" in (attributes.get("class") or "").split() and LABEL.fullmatch(anchor):
+            self.page.labels.add(anchor)
         for (link_tag, attribute) in LINK_ATTRIBUTES:
             if tag == link_tag and attributes.get(attribute) is not None:
                 self.page.links.append((tag, attribute, attributes[attribute], self.summary > 0))
@@ -206,6 +216,7 @@ class Site:
         self.root = root.resolve()
         self.files = {path.relative_to(self.root).as_posix() for path in self.root.rglob("*") if path.is_file()}
         self._ids = {}
+        self.labels = set()  # the section labels of every page remembered
 
     def ids(self, name: str) -> set:
         if name not in self._ids:
@@ -215,6 +226,14 @@ class Site:
 
     def remember(self, name: str, page: Page):
         self._ids[name] = page.ids
+        self.labels |= page.labels
+
+
+def check_labels(path: str, page: Page, site: Site) -> list:
+    """A section label of the site read as a word of prose: a \\ref whose command was lost."""
+    return [Finding(path, "raw-markup", f"section label shown as text (a lost \\ref?) '{match.group(0)}' in "
+                                        f"{_excerpt(page.prose, match.start(), match.end())}")
+            for match in LABEL_WORD.finditer(page.prose) if match.group(0) in site.labels]
 
 
 def check_links(path: str, page: Page, page_name: str, site: Site) -> list:
@@ -255,7 +274,7 @@ def check_rendered_whole(path: str, written: Page, rendered: Page) -> list:
 
 
 def check_page(path: str, page: Page, page_name: str, site: Site) -> list:
-    return check_text(path, page) + check_links(path, page, page_name, site)
+    return check_text(path, page) + check_labels(path, page, site) + check_links(path, page, page_name, site)
 
 
 def html_files(root: Path) -> list:
@@ -267,11 +286,29 @@ def html_files(root: Path) -> list:
 STEP_TITLE = re.compile(r"^Step \d+\b")
 
 
-def reader_pages(root: Path, pages: dict) -> list:
-    """The main page and every step page: the pages a learner opens first (a browser renders them)."""
-    chosen = [root / "index.html"]
+GUIDE_TITLE = re.compile(r"#\s.*\{#(\w+)\}\s*")
+
+
+def guide_pages(pages_dir: Path) -> list:
+    """The html names of the guide pages written in `pages_dir` (docs/pages): `debugging.md`, whose
+    first line is a title ending in {#debugging}, is debugging.html. The main page (its first line
+    is \\mainpage) is index.html, not a guide."""
+    names = []
+    for markdown in sorted(pages_dir.glob("*.md")):
+        lines = markdown.read_text(encoding="utf-8").splitlines()
+        title = GUIDE_TITLE.fullmatch(lines[0]) if lines else None
+        if title:
+            names.append(f"{title.group(1)}.html")
+    return names
+
+
+def reader_pages(root: Path, pages: dict, guides=()) -> list:
+    """The pages a learner opens first, which a browser renders: the main page, the guide pages
+    named in `guides` (html names; those not in `pages` are left out: the caller reports them) and
+    every step page."""
+    chosen = [root / "index.html"] + [root / name for name in guides if root / name in pages]
     for html, page in sorted(pages.items()):
         title = page.title.split(":", 1)[-1].strip() if ":" in page.title else page.title
-        if page.page_doc and STEP_TITLE.match(title) and html != chosen[0]:
+        if page.page_doc and STEP_TITLE.match(title) and html not in chosen:
             chosen.append(html)
     return chosen

@@ -48,7 +48,8 @@ def written_findings(body):
     site = lib.Site(Path(tempfile.gettempdir()))
     site.files = {"index.html", "other.html"}
     site.remember("index.html", parsed)
-    site.remember("other.html", lib.parse('<html><body><h2 id="sec">Sec</h2></body></html>'))
+    site.remember("other.html", lib.parse('<html><body><a class="anchor" id="design_rules"></a>'
+                                          '<h2 id="sec">Sec</h2></body></html>'))
     return lib.check_page("index.html", parsed, "index.html", site)
 
 
@@ -77,6 +78,13 @@ class RuleTest(unittest.TestCase):
         self.assert_caught('<p>onto the next line" and &lt;strong&gt;bold &lt;tt&gt;x&lt;/tt&gt;&lt;/strong&gt;</p>',
                            "raw-markup", "tag shown as text")
 
+    def test_section_label_shown_as_text(self):
+        # "(\\ref design_rules)" written by a tool that took \\r for a line break: "(" and "ef design_rules)".
+        self.assert_caught("<p>See (\nef design_rules) for the rules.</p>", "raw-markup", "'design_rules'")
+        # A label word in code, in a link's address or in a file name is not prose.
+        self.assertEqual([str(f) for f in written_findings(
+            '<p><code>design_rules</code>, <a href="other.html#design_rules">rules</a>, design_rules.html.</p>')], [])
+
     def test_unresolved_snippet(self):
         self.assert_caught('<p>The kernel:</p><div class="fragment"></div><!-- fragment -->',
                            "empty-snippet", "1 empty code fragment")
@@ -93,15 +101,24 @@ class RuleTest(unittest.TestCase):
         self.assert_caught('<p><a href="#nosuch">x</a></p>', "broken-link", "no id 'nosuch'")
         self.assert_caught('<p><img src="pics/missing.svg"/></p>', "broken-link", "no such file")
 
-    def test_reader_pages_are_the_main_page_and_step_pages(self):
+    def test_reader_pages_are_the_main_page_guides_and_step_pages(self):
         root = Path("/html")
         pages = {root / "index.html": lib.parse(page("", title="pagedattn: pagedattn")),
                  root / "step06_x.html": lib.parse(page("")),
                  root / "md_steps_00_README.html": lib.parse(page("", title="pagedattn: Step 00: the oracle")),
+                 root / "debugging.html": lib.parse(page("", title="pagedattn: Debugging with the emulator")),
                  root / "design_style.html": lib.parse(page("", title="pagedattn: Style")),
                  root / "namespacestep06.html": lib.parse(page("", title="pagedattn: Step 06 stuff", page_doc=False))}
-        chosen = [path.name for path in lib.reader_pages(root, pages)]
-        self.assertEqual(chosen, ["index.html", "md_steps_00_README.html", "step06_x.html"])
+        chosen = [path.name for path in lib.reader_pages(root, pages, ["debugging.html", "unbuilt.html"])]
+        self.assertEqual(chosen, ["index.html", "debugging.html", "md_steps_00_README.html", "step06_x.html"])
+
+    def test_guide_pages_are_named_by_their_labels(self):
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "mainpage.md").write_text("\\mainpage pagedattn\n\n# Not a title {#nope}\n")
+            (Path(folder) / "debugging.md").write_text("# Debugging with the emulator {#debugging}\n\n"
+                                                       "## Change one rung {#debugging_loop}\n")
+            (Path(folder) / "notes.md").write_text("# No label\n")
+            self.assertEqual(lib.guide_pages(Path(folder)), ["debugging.html"])
 
 
 class ScriptTest(unittest.TestCase):
@@ -113,6 +130,11 @@ class ScriptTest(unittest.TestCase):
         self.html.mkdir()
         (self.html / "index.html").write_text(page(CLEAN_BODY, title="pagedattn: pagedattn"))
         (self.html / "other.html").write_text(page('<h2 id="sec">Sec</h2>', title="pagedattn: Other"))
+        # One guide page, written in a stand-in docs/pages and built into the html folder.
+        self.guides = self.tmp / "pages"
+        self.guides.mkdir()
+        (self.guides / "guide.md").write_text("# A guide {#guide}\n")
+        (self.html / "guide.html").write_text(page("<p>How to.</p>", title="pagedattn: A guide"))
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
@@ -135,7 +157,7 @@ class ScriptTest(unittest.TestCase):
     def test_clean_folder_exits_0(self):
         result = self.run_script(str(self.html))
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertIn("2 pages: clean", result.stdout)
+        self.assertIn("3 pages: clean", result.stdout)
 
     def test_findings_exit_1_with_file_rule_and_excerpt(self):
         (self.html / "step06_x.html").write_text(page("<p>The kernel. \\snippet a.cuh body</p>"))
@@ -150,7 +172,7 @@ class ScriptTest(unittest.TestCase):
         (notebooks / "ladder.html").write_text(page('<p><a href="../index.html">back</a></p>', page_doc=False))
         result = self.run_script(str(self.html))
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertIn("3 pages: clean", result.stdout)
+        self.assertIn("4 pages: clean", result.stdout)
         (notebooks / "ladder.html").write_text(
             page('<script src="file:///usr/share/javascript/requirejs/require.min.js"></script><p>x</p>', page_doc=False))
         result = self.run_script(str(self.html))
@@ -164,13 +186,23 @@ class ScriptTest(unittest.TestCase):
 
     def test_browser_mode_checks_the_rendered_pages(self):
         browser = self.stand_in_browser()
-        result = self.run_script("--browser", "--chromium", browser, str(self.html))
+        result = self.run_script("--browser", "--chromium", browser, "--guides", str(self.guides), str(self.html))
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertIn("1 pages rendered", result.stdout)  # other.html is not a step page
+        # other.html is neither a guide nor a step page
+        self.assertIn("2 pages rendered by fake-chromium (the main page, 1 guide pages, 0 step pages)", result.stdout)
         (self.html / "step06_x.html").write_text(page("<p>Bold **<code>x</code>** here.</p>"))
-        result = self.run_script("--browser", "--chromium", browser, str(self.html))
+        (self.html / "guide.html").write_text(page("<p>Read @ref design_rules first.</p>", title="pagedattn: A guide"))
+        result = self.run_script("--browser", "--chromium", browser, "--guides", str(self.guides), str(self.html))
         self.assertEqual(result.returncode, 1)
         self.assertIn("step06_x.html (rendered): raw-markup: Markdown bold mark", result.stdout)
+        self.assertIn("guide.html (rendered): raw-markup: Doxygen command '@ref'", result.stdout)
+
+    def test_browser_mode_reports_a_guide_page_not_built(self):
+        (self.html / "guide.html").unlink()
+        result = self.run_script("--browser", "--chromium", self.stand_in_browser(), "--guides", str(self.guides),
+                                 str(self.html))
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn("guide.html: render: a guide page of docs/pages that is not in the html folder", result.stdout)
 
     def test_browser_mode_without_a_browser_exits_2(self):
         result = self.run_script("--browser", "--chromium", str(self.tmp / "no-such-browser"), str(self.html))
@@ -180,7 +212,7 @@ class ScriptTest(unittest.TestCase):
     @unittest.skipUnless(shutil.which("chromium"), "chromium is not installed")
     def test_real_chromium(self):
         (self.html / "step06_x.html").write_text(page("<p>Step six, \\ref oops.</p>" + CLEAN_BODY))
-        result = self.run_script("--browser", str(self.html))
+        result = self.run_script("--browser", "--guides", str(self.guides), str(self.html))
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertIn("step06_x.html (rendered): raw-markup: Doxygen command '\\ref'", result.stdout)
         self.assertNotIn("index.html", result.stdout)
