@@ -45,7 +45,8 @@ def page(body, title="pagedattn: Step 06: online softmax", page_doc=True):
 
 def written_findings(body):
     parsed = lib.parse(page(body))
-    site = lib.Site(Path(tempfile.gettempdir()))
+    with tempfile.TemporaryDirectory(prefix="test-check-html.") as folder:
+        site = lib.Site(Path(folder))  # an empty folder: Site lists every file below it
     site.files = {"index.html", "other.html"}
     site.remember("index.html", parsed)
     site.remember("other.html", lib.parse('<html><body><a class="anchor" id="design_rules"></a>'
