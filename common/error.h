@@ -34,6 +34,13 @@ class KernelError : public Error {
   using Error::Error;
 };
 
+/// Host memory could not be had for a size asked for (a workload's caches); the message names
+/// the size.
+class MemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A CUDA call failed (no device, out of memory, launch error).
 class CudaError : public Error {
  public:

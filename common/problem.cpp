@@ -2,19 +2,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "common/error.h"
 
 namespace pa {
 
+namespace {
+/// a * b, or INT64_MAX when it does not fit in 64 bits (docs/design/CATALOGUE.md R6: a size
+/// product never wraps). The shapes are ints, so three of them can overflow 64 bits; a
+/// saturated size is then refused by validate() as too large, naming the argument.
+std::int64_t times(std::int64_t a, std::int64_t b) {
+  std::int64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<std::int64_t>::max() : product;
+}
+/// a + b, or INT64_MAX when it does not fit.
+std::int64_t plus(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<std::int64_t>::max() : sum;
+}
+}  // namespace
+
 CacheLayout CacheLayout::hnd(int num_kv_heads, int block_size, int head_dim) {
   const std::int64_t dim = head_dim;
-  return {std::int64_t{num_kv_heads} * block_size * dim, std::int64_t{block_size} * dim, dim, 1};
+  return {times(times(num_kv_heads, block_size), dim), times(block_size, dim), dim, 1};
 }
 
 CacheLayout CacheLayout::nhd(int num_kv_heads, int block_size, int head_dim) {
   const std::int64_t dim = head_dim;
-  return {std::int64_t{num_kv_heads} * block_size * dim, dim, std::int64_t{num_kv_heads} * dim, 1};
+  return {times(times(num_kv_heads, block_size), dim), dim, times(num_kv_heads, dim), 1};
 }
 
 std::string CacheLayout::name(int num_kv_heads, int block_size, int head_dim) const {
@@ -57,6 +73,11 @@ void validate(const DecodeProblem& p, std::string_view function) {
                  ", num_kv_heads=", p.num_kv_heads, ")"));
   PA_REQUIRE(p.head_dim > 0, function, "head_dim", "> 0", p.head_dim);
   PA_REQUIRE(p.block_size > 0, function, "block_size", "> 0", p.block_size);
+  // q and out are indexed in 64 bits and their bytes (4 an element at most) must fit too.
+  const std::int64_t io_elems = times(times(p.num_seqs, p.num_q_heads), p.head_dim);
+  PA_REQUIRE(io_elems <= std::int64_t{1} << 61, function, "num_seqs * num_q_heads * head_dim",
+             "at most 2^61 elements of q and of out (their bytes fit 64 bits)",
+             io_elems == std::numeric_limits<std::int64_t>::max() ? std::string("more than 2^63") : cat(io_elems));
   PA_REQUIRE(p.max_blocks_per_seq >= 0, function, "max_blocks_per_seq", ">= 0",
              p.max_blocks_per_seq);
   PA_REQUIRE(p.num_blocks >= 0, function, "num_blocks", ">= 0", p.num_blocks);
@@ -83,14 +104,17 @@ void validate(const DecodeProblem& p, std::string_view function) {
   PA_REQUIRE(l.head_stride >= p.head_dim, function, "layout.head_stride",
              cat(">= head_dim = ", p.head_dim), l.head_stride);
   // Heads and slots of one page must not overlap: one of the two axes nests inside the other.
-  const bool heads_outer = l.head_stride >= std::int64_t{p.block_size} * l.token_stride;
-  const bool slots_outer = l.token_stride >= std::int64_t{p.num_kv_heads} * l.head_stride;
+  const std::int64_t slots_span = times(p.block_size, l.token_stride);
+  const std::int64_t heads_span = times(p.num_kv_heads, l.head_stride);
+  const bool heads_outer = l.head_stride >= slots_span;
+  const bool slots_outer = l.token_stride >= heads_span;
   PA_REQUIRE(heads_outer || slots_outer, function, "layout.head_stride/token_stride",
-             cat("non-overlapping heads and slots (head_stride >= block_size * token_stride = ",
-                 std::int64_t{p.block_size} * l.token_stride, ", or token_stride >= num_kv_heads * head_stride = ",
-                 std::int64_t{p.num_kv_heads} * l.head_stride, ")"),
+             cat("non-overlapping heads and slots (head_stride >= block_size * token_stride = ", slots_span,
+                 ", or token_stride >= num_kv_heads * head_stride = ", heads_span, ")"),
              cat(l.head_stride, "/", l.token_stride));
-  const std::int64_t page_span = l.offset(0, p.num_kv_heads - 1, p.block_size - 1, p.head_dim - 1) + 1;
+  // One page's span, the offset of its last element + 1, in sums that saturate instead of wrapping.
+  const std::int64_t page_span = plus(plus(times(p.num_kv_heads - 1, l.head_stride), times(p.block_size - 1, l.token_stride)),
+                                      p.head_dim);
   PA_REQUIRE(l.block_stride >= page_span, function, "layout.block_stride",
              cat(">= one page's span = ", page_span), l.block_stride);
   PA_REQUIRE(l.block_stride <= INT32_MAX, function, "layout.block_stride",

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/paged_cache.h"
+#include "common/report.h"
 
 namespace pa {
 
@@ -22,18 +23,24 @@ namespace {
 /// From this size on, CacheBytes maps address space instead of asking calloc.
 constexpr std::size_t kReserveBytes = std::size_t{64} << 20;
 
+/// The failure of a reservation, naming its size (docs/design/CATALOGUE.md R6).
+[[noreturn]] void refuse_reservation(std::size_t bytes) {
+  throw MemoryError(cat("CacheBytes: cannot reserve ", bytes, " bytes (", format_bytes(static_cast<double>(bytes)),
+                        ") of host memory"));
+}
+
 std::byte* reserve_zeroed(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   if (bytes < kReserveBytes) {
     void* memory = std::calloc(bytes, 1);
-    if (!memory) throw std::bad_alloc();
+    if (!memory) refuse_reservation(bytes);
     return static_cast<std::byte*>(memory);
   }
   // MAP_NORESERVE: no swap is set aside, so the kernel's overcommit check lets a reservation
   // larger than memory through; a page takes memory when first written (a read maps the
   // shared zero page).
   void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (memory == MAP_FAILED) throw std::bad_alloc();
+  if (memory == MAP_FAILED) refuse_reservation(bytes);
   return static_cast<std::byte*>(memory);
 }
 

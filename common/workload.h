@@ -31,7 +31,7 @@ namespace pa {
 class CacheBytes {
  public:
   CacheBytes() = default;
-  /// \p size zero bytes. Throws std::bad_alloc.
+  /// \p size zero bytes. Throws MemoryError naming the size when they cannot be had.
   explicit CacheBytes(std::size_t size);
   CacheBytes(const CacheBytes& other);
   CacheBytes& operator=(const CacheBytes& other);

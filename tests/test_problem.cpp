@@ -193,8 +193,9 @@ TEST_CASE("problem: validate() names the function and the argument of every rule
     p.num_q_heads = 6;
     p.num_kv_heads = 4;
     p.layout = pa::CacheLayout::hnd(4, 4, 8);
-    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "num_q_heads % num_kv_heads");
-    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "num_q_heads=6, num_kv_heads=4");
+    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError,
+                              "test_fn: num_q_heads % num_kv_heads: expected 0 (each KV head serves a whole group "
+                              "of query heads), got 2 (num_q_heads=6, num_kv_heads=4)");
   }
   SECTION("more KV heads than query heads") {
     p.num_q_heads = 2;
@@ -208,7 +209,9 @@ TEST_CASE("problem: validate() names the function and the argument of every rule
   }
   SECTION("block_size not positive") {
     p.block_size = 0;
-    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "block_size");
+    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "test_fn: block_size: expected > 0, got 0");
+    p.block_size = -16;
+    PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "test_fn: block_size: expected > 0, got -16");
   }
   SECTION("max_blocks_per_seq below 0") {
     p.max_blocks_per_seq = -1;
@@ -455,4 +458,35 @@ TEST_CASE("problem: validate() refuses layouts whose heads and slots share memor
   REQUIRE_NOTHROW(pa::validate(p, kFunction));
   p.dtype = static_cast<pa::DType>(7);
   PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "dtype");
+}
+
+TEST_CASE("problem: size products that would overflow 64 bits are refused, never wrapped") {
+  // docs/design/CATALOGUE.md R6: the shapes are ints, and three of them multiply past 2^63.
+  // 2^30 sequences of 2^30 heads of 2^30 channels: 2^90 elements of q.
+  pa::DecodeProblem p = pa::make_problem(1 << 30, 1 << 30, 1, 1 << 30, 16, 1, 16, 1, pa::DType::f32);
+  PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError,
+                            "test_fn: num_seqs * num_q_heads * head_dim: expected at most 2^61 elements of q and of "
+                            "out (their bytes fit 64 bits), got more than 2^63");
+  p.num_seqs = 1 << 20;  // 2^80
+  PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "got more than 2^63");
+  p.num_seqs = 4;  // 2^62: fits 64 bits, but not its bytes
+  PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "got 4611686018427387904");
+  // A page of 2^21 KV heads x 2^21 slots x 2^21 channels is 2^63 elements: its strides saturate
+  // instead of wrapping to a negative stride that would pass every check below them.
+  const pa::CacheLayout huge = pa::CacheLayout::hnd(1 << 21, 1 << 21, 1 << 21);
+  CHECK(huge.block_stride == std::numeric_limits<std::int64_t>::max());
+  CHECK(pa::CacheLayout::nhd(1 << 21, 1 << 21, 1 << 21).block_stride == std::numeric_limits<std::int64_t>::max());
+  p = pa::make_problem(1, 1 << 21, 1 << 21, 1 << 21, 1 << 21, 1, 16, 1, pa::DType::f32);
+  REQUIRE(p.layout == huge);
+  PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError,
+                            "test_fn: layout.block_stride: expected < 2^31 elements (the kernels compute offsets "
+                            "inside a page in 32 bits), got 9223372036854775807");
+  // Strides set by hand: the page's span and the heads' and slots' spans saturate too.
+  p = small_problem();
+  p.layout.token_stride = std::numeric_limits<std::int64_t>::max() / 2;
+  p.layout.head_stride = std::numeric_limits<std::int64_t>::max() / 2;
+  PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError, "test_fn: layout.head_stride/token_stride");
+  p.layout.head_stride = 8;  // slots outside heads: 2 heads x 8 fit in one slot's stride
+  PA_REQUIRE_THROWS_AS_WITH(pa::validate(p, kFunction), pa::ArgumentError,
+                            "test_fn: layout.block_stride: expected >= one page's span = 9223372036854775807");
 }

@@ -535,6 +535,15 @@ TEST_CASE("workload: spec errors name the field", "[workload][errors]") {
   PA_REQUIRE_THROWS_AS_WITH(pa::make_workload(spec), ArgumentError, "spec.query_multiplier");
 }
 
+TEST_CASE("workload: host memory that cannot be had is an error naming the size", "[workload][errors]") {
+  // docs/design/CATALOGUE.md R6: 2^62 bytes is more address space than any machine maps.
+  const std::size_t too_much = std::size_t{1} << 62;
+  PA_REQUIRE_THROWS_AS_WITH(pa::CacheBytes{too_much}, pa::MemoryError,
+                            "CacheBytes: cannot reserve 4611686018427387904 bytes (4611686.02 TB) of host memory");
+  const pa::CacheBytes fits(std::size_t{1} << 30);  // a reservation that fits still works after it
+  REQUIRE(fits.size() == std::size_t{1} << 30);
+}
+
 TEST_CASE("workload: named specs match BENCHMARKS.md", "[workload][named]") {
   struct Expected {
     const char* name;
