@@ -254,6 +254,42 @@ std::vector<int> sample_sequences(const Workload& w) {
   return seqs;
 }
 
+// ----- files and statuses ------------------------------------------------------------------
+
+void write_file_whole(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  std::error_code ignored;
+  if (std::filesystem::exists(path, ignored) && !std::filesystem::is_regular_file(path, ignored)) {
+    std::ofstream file(path);
+    if (file) {
+      write(file);
+      file.flush();
+    }
+    if (!file) throw Error(cat("cannot write ", path, ": writing failed"));
+    return;
+  }
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream file(temporary);
+    if (!file) throw Error(cat("cannot write ", path, " (opening ", temporary, " failed)"));
+    write(file);
+    file.flush();
+    if (!file) {
+      file.close();
+      std::remove(temporary.c_str());
+      throw Error(cat("cannot write ", path, ": writing failed (disk full?); nothing was written"));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error(cat("cannot write ", path, ": renaming ", temporary, " failed"));
+  }
+}
+
+std::string with_thread_order(const std::string& status) {
+  const emu::ThreadOrder order = emu::thread_order();
+  return order.shuffled ? cat(status, " [", emu::describe(order), ']') : status;
+}
+
 // ----- one step, side by side ----------------------------------------------------------------
 
 StepReport run_step(int step, const Workload& w, const KernelOptions& options, const StepRunSettings& settings) {
@@ -275,7 +311,7 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
     report.emulator_error = result.max_abs_error;
     report.emulator_seconds = emu_run->seconds;
     report.emulator_bytes = emu_run->traffic.total_read() + emu_run->traffic.total_written();
-    report.emulator_status = result.ok ? "ok" : result.first_failure;
+    report.emulator_status = result.ok ? "ok" : with_thread_order(result.first_failure);
     report.ok = report.ok && result.ok;
     report.ran = emu_run->plan.options;
     report.emulator_ran = true;
@@ -546,10 +582,12 @@ struct Flags {
 const char* kUsage = R"(usage: %s [flags]
 Runs this step's kernel in the emulator and, where a GPU is present, on the GPU; compares
 both with the Eigen oracle and prints one table.
-exit codes: 0 every run matched the oracle; 1 a wrong answer; 2 a bad flag or value;
-  3 the kernel refused the workload or a knob (and nothing was wrong); 4 a fault or error
-  (an emulator fault, a CUDA error, memory, the JSON file); the highest of these wins, in the
-  order 4, 1, 3.
+exit codes (docs/design/CORRECTNESS.md lists them): 0 every run matched the oracle; 1 a wrong
+  answer; 2 a bad flag or value, or a bad PAGEDATTN_EMU_SHUFFLE (nothing ran); 3 the kernel
+  refused the workload or a knob (and nothing was wrong); 4 a fault or error (an emulator
+  fault, a CUDA error, host memory, the JSON file); 4 wins over 1, and 1 over 3.
+environment: PAGEDATTN_EMU_SHUFFLE=SEED runs the emulator's threads in a shuffled order (a
+  decimal seed; "off" or unset: the fixed order); a failure then names the seed.
 
 workload (default: the debug workload)
   --workload NAME      a named benchmark workload (gqa-batch, mha-batch, long-single, small-batch,
@@ -613,15 +651,20 @@ void require_knob_flag(const KernelEntry& entry, const std::string& flag) {
 }
 
 int parse_int(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  bool overflow = false;
+  long long value = 0;
   try {
-    std::size_t used = 0;
-    const long value = std::stol(text, &used);
-    if (used != text.size() || value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
-      throw std::invalid_argument(text);
-    return static_cast<int>(value);
-  } catch (const std::logic_error&) {
-    throw_argument("flags", flag, "an integer", cat('\'', text, '\''));
+    value = std::stoll(text, &used);
+  } catch (const std::out_of_range&) {
+    overflow = true;
+  } catch (const std::invalid_argument&) {
+    used = 0;
   }
+  if (!overflow && (text.empty() || used != text.size())) throw_argument("flags", flag, "an integer", cat('\'', text, '\''));
+  if (overflow || value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
+    throw_argument("flags", flag, "an integer from -2147483648 to 2147483647", cat('\'', text, '\''));
+  return static_cast<int>(value);
 }
 
 /// parse_int of a value that must be at least \p least.
@@ -674,9 +717,6 @@ std::string describe_knobs(const KernelOptions& o) {
              o.tile_tokens, ", variant ", o.variant);
 }
 
-/// The step programs' exit codes (kUsage lists them).
-constexpr int kExitOk = 0, kExitWrong = 1, kExitBadArgument = 2, kExitRefused = 3, kExitFault = 4;
-
 /// Bytes of host memory \p spec's K and V caches take at least: every sequence's pages, K and V.
 double cache_bytes_at_least(const WorkloadSpec& spec) {
   double pages = 0;
@@ -697,39 +737,6 @@ Workload make_workload_or_explain(const WorkloadSpec& spec) {
     return make_workload(spec);
   } catch (const std::bad_alloc&) {
     throw Error(cat("out of host memory building workload '", spec.name, "' (its K and V caches alone are ", format_bytes(needed), ")"));
-  }
-}
-
-/// Writes \p path whole or not at all: \p write fills a temporary file beside it, which
-/// replaces \p path only once every byte is written (a full disk leaves the old file, and says
-/// so). A path that exists and is not a regular file (a device, a pipe) is written directly, and
-/// a failed write is still an error.
-void write_file_whole(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  std::error_code ignored;
-  if (std::filesystem::exists(path, ignored) && !std::filesystem::is_regular_file(path, ignored)) {
-    std::ofstream file(path);
-    if (file) {
-      write(file);
-      file.flush();
-    }
-    if (!file) throw Error(cat("cannot write ", path, ": writing failed"));
-    return;
-  }
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream file(temporary);
-    if (!file) throw Error(cat("cannot write ", path, " (opening ", temporary, " failed)"));
-    write(file);
-    file.flush();
-    if (!file) {
-      file.close();
-      std::remove(temporary.c_str());
-      throw Error(cat("cannot write ", path, ": writing failed (disk full?); nothing was written"));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(cat("cannot write ", path, ": renaming ", temporary, " failed"));
   }
 }
 
@@ -860,9 +867,10 @@ int kernel_step_main(int step, int argc, char** argv) {
   Flags flags;
   try {
     flags = parse_flags(step, argc, argv);
+    emu::thread_order();  // PAGEDATTN_EMU_SHUFFLE is an argument too: a bad value throws here
   } catch (const Error& bad) {
     std::fprintf(stderr, "%s: %s\n(see --help)\n", argv[0], bad.what());
-    return kExitBadArgument;
+    return exit_bad_argument;
   }
   try {
     if (!flags.dtype_given && !kernel(step, Backend::emulator).runs_f32) flags.spec.dtype = DType::bf16;
@@ -972,13 +980,13 @@ int kernel_step_main(int step, int argc, char** argv) {
         file << '\n';
       });
     }
-    return any_fault ? kExitFault : any_wrong ? kExitWrong : any_refused ? kExitRefused : kExitOk;
+    return any_fault ? exit_fault : any_wrong ? exit_wrong : any_refused ? exit_refused : exit_ok;
   } catch (const Error& error) {
     std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
-    return kExitFault;
+    return exit_fault;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s: out of host memory\n", argv[0]);
-    return kExitFault;
+    return exit_fault;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -168,15 +169,35 @@ std::vector<TraceRead> summarize_trace(const Workload& workload, int seq);
 /// when it is not empty (the caller knows why, e.g. the program is not in the grid).
 std::string describe_trace(const Workload& workload, int seq, const std::string& grid_note = "");
 
+/// The exit codes of the step programs and of pagedattn_fuzz, one list for both
+/// (docs/design/CORRECTNESS.md, "Exit codes"). When several apply, exit_fault wins over
+/// exit_wrong, and exit_wrong over exit_refused.
+enum ExitCode : int {
+  exit_ok = 0,            ///< every run matched the oracle (the fuzzer: no case failed)
+  exit_wrong = 1,         ///< a wrong answer (the fuzzer: a case failed; its line reproduces it)
+  exit_bad_argument = 2,  ///< a bad flag or value, or a bad PAGEDATTN_EMU_SHUFFLE; nothing ran
+  exit_refused = 3,       ///< the kernel refused the workload or a knob, and nothing was wrong
+  exit_fault = 4,         ///< a fault or an error: an emulator fault, a CUDA error, host memory, an output file
+};
+
+/// Writes \p path whole or not at all: \p write fills a temporary file beside it, which
+/// replaces \p path only once every byte is written (a full disk leaves the old file, and says
+/// so). A path that exists and is not a regular file (a device, a pipe) is written directly, and
+/// a failed write is still an error. Throws Error naming the path.
+void write_file_whole(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+/// \p status followed by the emulator's thread order when it is shuffled
+/// (" [shuffled order, seed S (PAGEDATTN_EMU_SHUFFLE=S repeats it)]"), so that a wrong answer
+/// seen in a shuffled order says how to see it again, as a fault there does; \p status alone in
+/// the fixed order.
+std::string with_thread_order(const std::string& status);
+
 /// main() of every kernel step program (steps 02 onward): flags choose the workload
 /// (`--batch --context --q-heads --kv-heads --head-dim --page --dtype --seed --layout`), the
 /// kernel's knobs (`--threads --splits`), `--adversarial` runs the whole adversarial set,
 /// `--json FILE` writes results (whole or not at all), `--trace SEQ,HEAD` shows what a program
 /// read, `--quiet` prints nothing unless something fails or is refused. Every flag value is
-/// checked. Returns the exit code: 0 every run matched the oracle, 1 a wrong answer, 2 a bad flag
-/// or value, 3 a refused workload or knob (and nothing wrong), 4 a fault or error (an emulator
-/// fault, a CUDA error, host memory, the JSON file); 4 wins over 1, 1 over 3
-/// (tests/test_programs.cpp).
+/// checked, and so is PAGEDATTN_EMU_SHUFFLE. Returns an ExitCode (tests/test_programs.cpp).
 int kernel_step_main(int step, int argc, char** argv);
 
 }  // namespace pa

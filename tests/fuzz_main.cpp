@@ -3,13 +3,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "harness/harness.h"
 #include "kernels/registry.h"
 #include "tests/fuzz.h"
 
@@ -31,7 +31,9 @@ kernel and the argument. A failure prints one line that reproduces it with --con
   --print            print each case's line and time after running it
   --summary FILE     also write the summary as Markdown
   --quiet            no progress lines (every 100 cases or minute, on stderr)
-exit codes: 0 no failure; 1 a failure (a line each, on stdout); 2 a bad flag
+exit codes (docs/design/CORRECTNESS.md lists them, the step programs' own): 0 no failure; 1 a
+  failure (a line each, on stdout); 2 a bad flag or value, or a bad PAGEDATTN_EMU_SHUFFLE
+  (nothing ran); 4 the summary file could not be written (nothing half-written is left)
 )";
 
 long long integer_flag(const std::string& flag, const std::string& text, long long least) {
@@ -124,21 +126,22 @@ int main(int argc, char** argv) {
       else if (flag == "--quiet") quiet = true;
       else pa::throw_argument("pagedattn_fuzz", "flag", "one of the flags --help lists", flag);
     }
+    pa::emu::thread_order();  // a bad PAGEDATTN_EMU_SHUFFLE is a bad argument: it throws here
     if (!config_line.empty()) {
       const pa::fuzz::Config config = pa::fuzz::parse_config(config_line);
       pa::kernel(config.step, pa::Backend::emulator);
       const pa::fuzz::Outcome outcome = pa::fuzz::run_config(config);
       if (outcome.kind == pa::fuzz::Outcome::Kind::failed) {
         std::cout << pa::fuzz::failure_line(config, outcome) << '\n';
-        return 1;
+        return pa::exit_wrong;
       }
       std::cout << (outcome.kind == pa::fuzz::Outcome::Kind::passed ? "passed" : "refused by a documented limit: ")
                 << outcome.detail << " (" << outcome.seconds << " s): " << pa::fuzz::format_config(config) << '\n';
-      return 0;
+      return pa::exit_ok;
     }
   } catch (const pa::Error& bad) {
     std::fprintf(stderr, "%s: %s\n(see --help)\n", argv[0], bad.what());
-    return 2;
+    return pa::exit_bad_argument;
   }
 
   pa::fuzz::Summary summary;
@@ -163,12 +166,12 @@ int main(int argc, char** argv) {
   summary.seconds = elapsed();
   std::cout << summary_table(summary);
   if (!summary_path.empty()) {
-    std::ofstream file(summary_path);
-    file << markdown(summary, command);
-    if (!file) {
-      std::fprintf(stderr, "%s: cannot write %s\n", argv[0], summary_path.c_str());
-      return 2;
+    try {
+      pa::write_file_whole(summary_path, [&](std::ostream& file) { file << markdown(summary, command); });
+    } catch (const pa::Error& error) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
+      return pa::exit_fault;
     }
   }
-  return summary.failures.empty() ? 0 : 1;
+  return summary.failures.empty() ? pa::exit_ok : pa::exit_wrong;
 }

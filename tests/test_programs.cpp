@@ -40,6 +40,32 @@ struct ScratchDir {
   std::filesystem::path path;
 };
 
+/// A program built beside the tests (\p folder: "steps" or "tests" of the build folder).
+std::filesystem::path built_program(const std::string& folder, const std::string& name) {
+  return std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / folder / name;
+}
+
+/// What a program run in a shell printed (stdout and stderr) and its exit code.
+struct Finished {
+  int code = -1;
+  std::string output;
+};
+
+/// Runs \p program with \p args (words the shell splits; quote what needs it) after the
+/// environment settings \p env ("NAME=value ..."), as a user would.
+Finished run_program(const std::filesystem::path& program, const std::string& args, const std::string& env = "") {
+  INFO("the program: " << program.string() << " (build every target)");
+  REQUIRE(std::filesystem::exists(program));
+  FILE* pipe = popen(pa::cat(env, env.empty() ? "" : " ", '"', program.string(), "\" ", args, " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  Finished done;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) done.output.append(buffer, n);
+  const int status = pclose(pipe);
+  done.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return done;
+}
+
 std::string read_all(const std::filesystem::path& path) {
   std::ifstream file(path);
   std::stringstream text;
@@ -62,6 +88,104 @@ TEST_CASE("programs: 0 when every run matches, 2 for a bad flag or value", "[pro
   REQUIRE(run(9, {"--quiet", "--tile", "2"}) == 0);
 }
 
+TEST_CASE("programs: every flag refuses a value that is not a number, negative or too large", "[programs]") {
+  for (const char* flag : {"--batch", "--context", "--q-heads", "--kv-heads", "--head-dim", "--page", "--seed", "--runs"})
+    for (const char* value : {"x", "-5", "3000000000", "99999999999999999999999", "", "7x"}) {
+      INFO(flag << " '" << value << "'");
+      REQUIRE(run(3, {flag, value}) == pa::exit_bad_argument);
+    }
+  for (const char* flag : {"--threads", "--tile", "--splits", "--variant"})
+    for (const char* value : {"x", "-5", "3000000000", "1,x", ""}) {
+      INFO(flag << " '" << value << "'");
+      REQUIRE(run(9, {flag, value}) == pa::exit_bad_argument);
+    }
+  for (const char* value : {"0", "0,1,2,3", "0,x", "-1,0", "3000000000,0"}) {
+    INFO("--trace '" << value << "'");
+    REQUIRE(run(3, {"--trace", value}) == pa::exit_bad_argument);
+  }
+  REQUIRE(run(3, {"--workload", "no-such-workload"}) == pa::exit_bad_argument);
+  // What the program says: the flag, what it takes and what it got; a flag left without its value.
+  const auto step03 = built_program("steps", "step03_naive_decode");
+  const Finished overflow = run_program(step03, "--batch 3000000000 --no-gpu");
+  INFO(overflow.output);
+  REQUIRE(overflow.code == pa::exit_bad_argument);
+  REQUIRE(overflow.output.find("flags: --batch: expected an integer from -2147483648 to 2147483647, got '3000000000'") !=
+          std::string::npos);
+  for (const char* flag : {"--json", "--workload", "--dtype", "--layout", "--context", "--trace"}) {
+    const Finished missing = run_program(step03, pa::cat("--no-gpu ", flag));
+    INFO(missing.output);
+    REQUIRE(missing.code == pa::exit_bad_argument);
+    REQUIRE(missing.output.find(pa::cat("flags: ", flag, ": expected a value after it, got nothing")) != std::string::npos);
+  }
+}
+
+TEST_CASE("programs: exit codes as CORRECTNESS.md lists them, from the programs themselves", "[programs]") {
+  const auto step03 = built_program("steps", "step03_naive_decode");
+  const auto fuzz = built_program("tests", "pagedattn_fuzz");
+  const ScratchDir dir("pagedattn-test-exit-codes");
+  struct Case {
+    std::filesystem::path program;
+    std::string args, env;
+    int code;
+    std::string says;  // a piece of what it prints
+  };
+  const Case cases[] = {
+      {step03, "--quiet --no-gpu", "", pa::exit_ok, ""},
+      {step03, "--quiet --no-gpu", "PAGEDATTN_EMU_SHUFFLE=5", pa::exit_ok, ""},
+      {step03, "--quiet --no-gpu", "PAGEDATTN_EMU_SHUFFLE=off", pa::exit_ok, ""},
+      {step03, "--quiet --no-gpu", "PAGEDATTN_EMU_SHUFFLE=x", pa::exit_bad_argument,
+       "PAGEDATTN_EMU_SHUFFLE: expected a seed (a decimal number from 0 to 2^64-1), \"off\" or nothing, got \"x\""},
+      {step03, "--quiet --no-gpu", "PAGEDATTN_EMU_SHUFFLE=-1", pa::exit_bad_argument, "got \"-1\""},
+      {step03, "--quiet --no-gpu", "PAGEDATTN_EMU_SHUFFLE=99999999999999999999", pa::exit_bad_argument, "PAGEDATTN_EMU_SHUFFLE"},
+      {step03, "--quiet --no-gpu --bogus", "", pa::exit_bad_argument, "flags: flag: expected one of the flags --help lists, got --bogus"},
+      {step03, "--quiet --no-gpu --head-dim 100", "", pa::exit_refused, "head_dim"},
+      // K and V of a billion tokens: refused before any allocation, naming the size.
+      {step03, "--quiet --no-gpu --context 1000000000", "", pa::exit_fault,
+       "workload 'custom' needs at least 1.02 TB of host memory for its K and V caches"},
+      {step03, "--quiet --no-gpu --json /dev/full", "", pa::exit_fault, "cannot write /dev/full: writing failed"},
+      {step03, pa::cat("--quiet --no-gpu --json ", (dir / "no-such-folder" / "x.json").string()), "", pa::exit_fault,
+       "cannot write"},
+      {fuzz, "--count 2 --quiet", "", pa::exit_ok, ""},
+      {fuzz, "--count x", "", pa::exit_bad_argument, "pagedattn_fuzz: --count: expected an integer >= 1, got 'x'"},
+      {fuzz, "--count 99999999999999999999", "", pa::exit_bad_argument, "--count: expected an integer >= 1"},
+      {fuzz, "--seed -1", "", pa::exit_bad_argument, "--seed: expected an integer >= 0, got '-1'"},
+      {fuzz, "--seconds 0", "", pa::exit_bad_argument, "--seconds: expected an integer >= 1, got '0'"},
+      {fuzz, "--invalid-every -2", "", pa::exit_bad_argument, "--invalid-every"},
+      {fuzz, "--steps 6,x", "", pa::exit_bad_argument, "--steps"},
+      {fuzz, "--steps 1", "", pa::exit_bad_argument, "step: expected a step with a kernel"},
+      {fuzz, "--config 'step=6 nonsense'", "", pa::exit_bad_argument, "word: expected key=value, got 'nonsense'"},
+      {fuzz, "--count", "", pa::exit_bad_argument, "--count: expected a value after it"},
+      {fuzz, "--bogus", "", pa::exit_bad_argument, "got --bogus"},
+      {fuzz, "--count 1 --quiet", "PAGEDATTN_EMU_SHUFFLE=x", pa::exit_bad_argument, "PAGEDATTN_EMU_SHUFFLE"},
+      {fuzz, "--count 1 --quiet --summary /dev/full", "", pa::exit_fault, "cannot write /dev/full"},
+      {fuzz, pa::cat("--count 1 --quiet --summary ", (dir / "no-such-folder" / "x.md").string()), "", pa::exit_fault,
+       "cannot write"},
+  };
+  for (const Case& c : cases) {
+    if (c.args.find("/dev/full") != std::string::npos && !std::filesystem::exists("/dev/full")) continue;
+    const Finished done = run_program(c.program, c.args, c.env);
+    INFO(c.env << " " << c.program.filename().string() << " " << c.args << " printed:\n" << done.output);
+    CHECK(done.code == c.code);
+    CHECK(done.output.find(c.says) != std::string::npos);
+  }
+  REQUIRE_FALSE(std::filesystem::exists(dir / "no-such-folder"));
+  // A summary is written whole: the file, and no partial one beside it.
+  const auto summary = dir / "summary.md";
+  REQUIRE(run_program(fuzz, pa::cat("--count 2 --quiet --summary ", summary.string())).code == pa::exit_ok);
+  REQUIRE(read_all(summary).find("Failures: none.") != std::string::npos);
+  REQUIRE_FALSE(std::filesystem::exists(summary.string() + ".partial"));
+}
+
+TEST_CASE("programs: a wrong answer in a shuffled thread order names the seed that repeats it", "[programs]") {
+  const std::string failure = "FAIL 3/73728: |d|=2.1e-02 at (seq 6, head 31, dim 17) ref 0.41 got nan";
+  {
+    const pa::emu::ScopedThreadOrder fixed(pa::emu::ThreadOrder{});
+    REQUIRE(pa::with_thread_order(failure) == failure);
+  }
+  const pa::emu::ScopedThreadOrder shuffled(pa::emu::ThreadOrder{true, 7});
+  REQUIRE(pa::with_thread_order(failure) == failure + " [shuffled order, seed 7 (PAGEDATTN_EMU_SHUFFLE=7 repeats it)]");
+}
+
 TEST_CASE("programs: 3 for a refused workload, and its JSON row is not ok", "[programs]") {
   const ScratchDir dir("pagedattn-test-programs");
   const auto json = dir / "refused.json";
@@ -71,16 +195,6 @@ TEST_CASE("programs: 3 for a refused workload, and its JSON row is not ok", "[pr
   REQUIRE(text.find("\"refused\": true") != std::string::npos);
   REQUIRE(run(10, {"--quiet", "--dtype", "f32"}) == 3);  // tensor cores take 16-bit inputs
   REQUIRE(run(10, {"--quiet"}) == 0);                     // and without --dtype it runs bf16
-}
-
-TEST_CASE("programs: 4 for what cannot be done, nothing half-written", "[programs]") {
-  // K and V of a billion tokens: refused before any allocation, naming the size.
-  REQUIRE(run(3, {"--quiet", "--context", "1000000000"}) == 4);
-  // A JSON file in a folder that does not exist: an error, and no stray file.
-  const auto missing = std::filesystem::temp_directory_path() / "pagedattn-no-such-folder" / "x.json";
-  REQUIRE(run(3, {"--quiet", "--json", missing.string()}) == 4);
-  REQUIRE_FALSE(std::filesystem::exists(missing.parent_path()));
-  if (std::filesystem::exists("/dev/full")) REQUIRE(run(3, {"--quiet", "--json", "/dev/full"}) == 4);
 }
 
 TEST_CASE("programs: --seed reaches the adversarial set", "[programs]") {
@@ -242,17 +356,10 @@ TEST_CASE("programs: --trace writes what the program read, and says when there i
 
 TEST_CASE("programs: the tour fits 100 columns, with one legend and what to read next", "[programs][tour]") {
   // The tour is its own program, built next to the step programs (<build>/steps/pagedattn_tour).
-  const auto tour = std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "steps" / "pagedattn_tour";
-  INFO("the tour program: " << tour.string() << " (build the target pagedattn_tour)");
-  REQUIRE(std::filesystem::exists(tour));
-  FILE* pipe = popen(pa::cat('"', tour.string(), "\" --no-gpu 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string text;
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, n);
-  const int status = pclose(pipe);
+  const Finished tour = run_program(built_program("steps", "pagedattn_tour"), "--no-gpu");
+  const std::string& text = tour.output;
   INFO(text);
-  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  REQUIRE(tour.code == 0);
   REQUIRE(widest_line(text) <= 100);
   REQUIRE(count(text, "\nlegend\n") == 1);
   REQUIRE(count(text, "why 0?") == 1);                    // the tour workload is bf16
