@@ -3,8 +3,12 @@
 /// The checks every kernel step must pass, written once for both backends: test_steps.cpp
 /// runs them in the emulator (CI), test_gpu_steps.cpp on the GPU (labelled gpu).
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/harness.h"
@@ -19,12 +23,15 @@ inline RunOutput run_on(Backend backend, int step, const Workload& workload, con
   return backend == Backend::cuda ? run_gpu(entry, workload, options) : run_emulator(entry, workload, options);
 }
 
-/// "step S on B, workload 'W' (problem, seed, knobs)": what a failed check ran.
+/// "step S on B, workload 'W' (problem, seed, knobs)": what a failed check ran; in the emulator
+/// in a shuffled thread order (PAGEDATTN_EMU_SHUFFLE, emu::ScopedThreadOrder), the order and how
+/// to repeat it too.
 inline std::string describe_run(Backend backend, int step, const Workload& workload, const KernelOptions& options) {
+  const bool shuffled = backend == Backend::emulator && emu::thread_order().shuffled;
   return cat("step ", step, " on ", backend_name(backend), ", workload '", workload.spec.name, "' (",
              describe(workload.problem), ", seed ", workload.spec.seed, ", threads ", options.threads_per_block,
              ", splits ", options.num_splits, ", partition ", options.partition_tokens, ", tile ", options.tile_tokens,
-             ", variant ", options.variant, ")");
+             ", variant ", options.variant, ")", shuffled ? cat(", ", emu::describe(emu::thread_order())) : "");
 }
 
 /// Requires \p run to match the oracle (tolerance, NaN rules, 3x the plain loop's error).
@@ -74,7 +81,7 @@ inline void check_poison_is_invisible(Backend backend, int step, DType dtype) {
   }
 }
 
-/// Every head dim the ladder supports, and page sizes 1 to 64 (12: a page size that is not a
+/// Every head dim the ladder supports, query-head groups of 3, 8 and 32, and page sizes 1 to 64 (12: a page size that is not a
 /// power of two takes the kernels' division path instead of the shift).
 inline void check_shapes(Backend backend, int step) {
   for (int head_dim : {64, 80, 96, 112, 128, 256}) {
@@ -86,6 +93,16 @@ inline void check_shapes(Backend backend, int step) {
       spec.context_lens = {33, 0, 17};
       require_oracle_match(backend, step, make_workload(spec));
     }
+  }
+  // Query-head groups past 4 (docs/design/CATALOGUE.md N7): 3, 8, and 32 over one KV head (MQA).
+  for (const auto& [q_heads, kv_heads] : {std::pair{24, 8}, std::pair{16, 2}, std::pair{32, 1}}) {
+    WorkloadSpec spec = debug_spec();
+    spec.name = cat("group-", q_heads / kv_heads);
+    spec.num_q_heads = q_heads;
+    spec.num_kv_heads = kv_heads;
+    spec.dtype = DType::bf16;
+    spec.context_lens = {33, 0, 17};
+    require_oracle_match(backend, step, make_workload(spec));
   }
   for (int page : {1, 8, 12, 16, 32, 64}) {
     WorkloadSpec spec = debug_spec();
@@ -187,9 +204,9 @@ inline void check_refusals(Backend backend, int step) {
   spec.head_dim = 72;
   const Workload workload = make_workload(spec);
   const KernelEntry& entry = kernel(step, backend);
-  PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, "head_dim");
-  PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, "64, 80, 96, 112, 128, 256");
-  PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError, entry.name);
+  PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError,
+                            cat(entry.name, ": head_dim: expected one of the head dims this kernel is built for: "
+                                            "64, 80, 96, 112, 128, 256, got 72"));
   const Workload good = make_workload(debug_spec());
   KernelOptions options;
   options.tile_tokens = 3;  // not compiled where there is a tile knob; no such knob elsewhere
@@ -338,14 +355,177 @@ inline void check_huge_pools(Backend backend, int step) {
                             cat(entry.name, ": layout.block_stride: expected < 2^31 elements"));
 }
 
-/// An empty batch launches nothing and raises nothing.
+/// An empty batch launches nothing and raises nothing (docs/design/CATALOGUE.md H11): a launch
+/// would be a grid with no programs, which a GPU rejects and the emulator reports as a fault; the
+/// emulator's launch count says none was tried.
 inline void check_empty_batch(Backend backend, int step) {
   WorkloadSpec spec = debug_spec();
   if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
   spec.context_lens = {};
   const Workload workload = make_workload(spec);
+  REQUIRE(workload.problem.num_seqs == 0);
   const RunOutput run = run_on(backend, step, workload);
   REQUIRE(run.out.empty());
+  if (backend == Backend::emulator) REQUIRE(run.traffic.launches == 0);
+}
+
+/// The index of channel \p channel of token \p token of sequence \p seq, KV head \p kv_head, in
+/// the workload's K and V caches, found through its block table.
+inline std::size_t cache_index(const Workload& w, int seq, int token, int kv_head, int channel) {
+  const DecodeProblem& p = w.problem;
+  const std::int32_t page =
+      w.block_tables[static_cast<std::size_t>(seq) * static_cast<std::size_t>(p.max_blocks_per_seq) +
+                     static_cast<std::size_t>(token / p.block_size)];
+  return static_cast<std::size_t>(p.layout.offset(page, kv_head, token % p.block_size, channel));
+}
+
+/// The first element of \p out (the workload's output) for which \p bad(seq, q_head, channel,
+/// value) holds, described; "" when there is none.
+template <class Bad>
+std::string first_bad_element(const Workload& w, const std::vector<std::byte>& out, Bad bad) {
+  const DecodeProblem& p = w.problem;
+  std::size_t i = 0;
+  for (int seq = 0; seq < p.num_seqs; ++seq)
+    for (int head = 0; head < p.num_q_heads; ++head)
+      for (int channel = 0; channel < p.head_dim; ++channel, ++i) {
+        const float value = load_as_float(out.data(), p.dtype, i);
+        if (bad(seq, head, channel, value))
+          return cat("(seq ", seq, ", head ", head, ", dim ", channel, ") holds ", value);
+      }
+  return "";
+}
+
+/// A sequence of context 0 gives a row of exact zeros (docs/design/CATALOGUE.md N2) and its
+/// block-table row is never read: every entry of it is poison (INT32_MAX), which the emulator
+/// reports as an out-of-bounds page if a kernel reads it. Empty sequences come first, between
+/// others and last.
+inline void check_empty_contexts(Backend backend, int step) {
+  WorkloadSpec spec = debug_spec();
+  if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.context_lens = {0, 21, 0, 1, 0};
+  const Workload w = make_workload(spec);
+  const auto empty = [&](int seq) { return w.context_lens[static_cast<std::size_t>(seq)] == 0; };
+  for (int seq : {0, 2, 4})
+    for (int entry = 0; entry < w.problem.max_blocks_per_seq; ++entry)
+      REQUIRE(w.block_tables[static_cast<std::size_t>(seq * w.problem.max_blocks_per_seq + entry)] == INT32_MAX);
+  const RunOutput run = run_on(backend, step, w);
+  const std::string nonzero = first_bad_element(w, run.out, [&](int seq, int, int, float value) {
+    return empty(seq) && !(value == 0.0f);
+  });
+  INFO(describe_run(backend, step, w, {}) << ": an empty sequence's element " << nonzero);
+  REQUIRE(nonzero.empty());
+  require_matches_oracle(run, backend, step, w, {});
+}
+
+/// Every valid logit very negative (docs/design/CATALOGUE.md N6): q is -8192 in every channel
+/// and K is 1.5 or 2 in every channel of every token but one a sequence, whose K is 1. At head
+/// dim 64 (scale 1/8) its logit is -65536 and the others' -98304 or -131072, all exact in
+/// float, so the softmax is that token alone and out is its V, bit for bit. A kernel that starts
+/// its running max, or masks, at a finite sentinel above -65536 (FlashInfer's -5e4) returns
+/// zeros or NaN here instead.
+inline void check_very_negative_logits(Backend backend, int step, DType dtype) {
+  WorkloadSpec spec = debug_spec();
+  spec.name = "logits-near-minus-1e5";
+  spec.dtype = dtype;
+  spec.context_lens = {1, 17, 40, 5};
+  Workload w = make_workload(spec);
+  const DecodeProblem& p = w.problem;
+  REQUIRE(p.head_dim == 64);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(p.query_elems()); ++i) store_from_float(w.query.data(), dtype, i, -8192.0f);
+  const auto top = [&](int seq) { return w.context_lens[static_cast<std::size_t>(seq)] / 2; };  // the token with K = 1
+  for (int seq = 0; seq < p.num_seqs; ++seq)
+    for (int token = 0; token < w.context_lens[static_cast<std::size_t>(seq)]; ++token)
+      for (int kv_head = 0; kv_head < p.num_kv_heads; ++kv_head)
+        for (int channel = 0; channel < p.head_dim; ++channel)
+          store_from_float(w.key_cache.data(), dtype, cache_index(w, seq, token, kv_head, channel),
+                           token == top(seq) ? 1.0f : token % 2 == 0 ? 1.5f : 2.0f);
+  const RunOutput run = run_on(backend, step, w);
+  require_matches_oracle(run, backend, step, w, {});
+  const std::string wrong = first_bad_element(w, run.out, [&](int seq, int head, int channel, float value) {
+    const std::size_t v = cache_index(w, seq, top(seq), p.kv_head_of(head), channel);
+    return float_bits(value) != float_bits(load_as_float(w.value_cache.data(), dtype, v));
+  });
+  INFO(describe_run(backend, step, w, {}) << ": out is not the top token's V: " << wrong);
+  REQUIRE(wrong.empty());
+}
+
+/// NaN in one valid V element (docs/design/CATALOGUE.md N8 on the V side; the adversarial set's
+/// nan-in-seq-2 plants its NaN in K): token 3 of sequence 1, KV head 1, channel 5. It reaches
+/// channel 5 of that sequence's query heads of KV head 1 and nothing else; every other element
+/// matches the oracle.
+inline void check_nan_in_value(Backend backend, int step) {
+  WorkloadSpec spec = debug_spec();  // 4 query heads over 2 KV heads: heads 2 and 3 read KV head 1
+  if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.context_lens = {37, 20, 16};
+  Workload w = make_workload(spec);
+  store_from_float(w.value_cache.data(), spec.dtype, cache_index(w, 1, 3, 1, 5), std::numeric_limits<float>::quiet_NaN());
+  const RunOutput run = run_on(backend, step, w);
+  require_matches_oracle(run, backend, step, w, {});
+  const std::string wrong = first_bad_element(w, run.out, [&](int seq, int head, int channel, float value) {
+    return std::isnan(value) != (seq == 1 && w.problem.kv_head_of(head) == 1 && channel == 5);
+  });
+  INFO(describe_run(backend, step, w, {}) << ": the NaN reached, or missed, " << wrong);
+  REQUIRE(wrong.empty());
+}
+
+/// A step whose logits live in shared memory (04, 05) runs at its length cap, the longest
+/// context its plan accepts on the device, and refuses one token more naming max_context_len and
+/// that cap (docs/design/CATALOGUE.md N4 "the maximum", R3); a step that plans 2^22 tokens has no
+/// cap and nothing to check here.
+inline void check_length_cap(Backend backend, int step) {
+  const KernelEntry& entry = kernel(step, backend);
+  const DeviceLimits device = backend == Backend::cuda ? gpu::device_info().limits : DeviceLimits::pretend_h200();
+  const DType dtype = runs(step, DType::f32) ? DType::f32 : DType::bf16;
+  const auto problem_of = [&](int len) {
+    const auto pages = static_cast<int>(pages_for(len, 16));
+    return make_problem(1, 1, 1, 64, 16, pages, len, pages, dtype);
+  };
+  const auto plans = [&](int len) {
+    try {
+      entry.plan(problem_of(len), {}, device);
+      return true;
+    } catch (const ArgumentError&) {
+      return false;
+    }
+  };
+  if (plans(1 << 22)) return;
+  int fits = 1, too_long = 1 << 22;
+  REQUIRE(plans(fits));
+  while (too_long - fits > 1) {
+    const int middle = fits + (too_long - fits) / 2;
+    (plans(middle) ? fits : too_long) = middle;
+  }
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(problem_of(too_long), {}, device), ArgumentError,
+                            cat(entry.name, ": max_context_len: expected at most ", fits, " tokens"));
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan(problem_of(too_long), {}, device), ArgumentError, cat("got ", too_long));
+  WorkloadSpec spec = debug_spec();
+  spec.name = cat("context-", fits, "-at-the-cap");
+  spec.num_q_heads = 1;
+  spec.num_kv_heads = 1;
+  spec.dtype = dtype;
+  spec.context_lens = {fits, 1};
+  require_oracle_match(backend, step, make_workload(spec));
+}
+
+/// Contexts at a split's end and one token either side (docs/design/CATALOGUE.md N4), for a step
+/// with a split knob: 3 splits over a longest context of 3P make splits of exactly P tokens, P = 64
+/// (a split ends with a page) and P = 40 (in the middle of a page and of a 32-token tile).
+inline void check_split_boundaries(Backend backend, int step) {
+  if ((kernel(step, backend).knobs & knob_splits) == 0) return;
+  for (int split : {64, 40}) {
+    WorkloadSpec spec = debug_spec();
+    spec.name = cat("split-ends-", split);
+    spec.dtype = DType::bf16;
+    spec.context_lens = {split - 1, split, split + 1, 2 * split - 1, 2 * split, 2 * split + 1, 3 * split};
+    KernelOptions options;
+    options.num_splits = 3;
+    const Workload w = make_workload(spec);
+    const RunOutput run = run_on(backend, step, w, options);
+    INFO(run.plan.description);
+    REQUIRE(run.plan.splits == 3);
+    REQUIRE(run.plan.description.find(cat("3 splits of ", split, " tokens")) != std::string::npos);
+    require_matches_oracle(run, backend, step, w, options);
+  }
 }
 
 }  // namespace pa::testing

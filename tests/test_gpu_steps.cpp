@@ -1,6 +1,7 @@
 // Every kernel step on the GPU: the checks of the emulator tests, the GPU against the emulator
 // on the adversarial set, contexts up to 128k, and pools over 2^31 and 2^32 elements. Labelled
 // gpu; skipped, with the reason, where there is no device.
+#include <algorithm>
 #include <cmath>
 
 #include "tests/step_checks.h"
@@ -68,6 +69,16 @@ void check_long_context(int step) {
     check_refusals(Backend::cuda, step);                                                             \
     check_empty_batch(Backend::cuda, step);                                                          \
   }                                                                                                  \
+  TEST_CASE("gpu step" tag ": empty contexts, logits near -1e5, NaN in V, the length cap, split ends", \
+            "[gpu][step" tag "]") {                                                                  \
+    if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
+    check_empty_contexts(Backend::cuda, step);                                                       \
+    check_very_negative_logits(Backend::cuda, step, DType::f16);                                     \
+    check_very_negative_logits(Backend::cuda, step, DType::bf16);                                    \
+    check_nan_in_value(Backend::cuda, step);                                                         \
+    check_length_cap(Backend::cuda, step);                                                           \
+    check_split_boundaries(Backend::cuda, step);                                                     \
+  }                                                                                                  \
   TEST_CASE("gpu step" tag ": checked mode refuses bad lengths and table entries on the device",     \
             "[gpu][step" tag "][checked]") {                                                         \
     if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
@@ -124,4 +135,52 @@ TEST_CASE("gpu: a bare read times real reads and refuses bad arguments", "[gpu]"
   PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, 100, 1, 128, 1), pa::ArgumentError, "chunk_bytes");
   PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, chunk, 0, 128, 1), pa::ArgumentError, "readers");
   PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, chunk, 1, 100, 1), pa::ArgumentError, "threads");
+}
+
+TEST_CASE("gpu: out of device memory names the buffer and the bytes, and is not sticky", "[gpu]") {
+  // docs/design/CATALOGUE.md R2: nothing half-built, and a smaller request works afterwards.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  const std::size_t too_much = std::size_t{1} << 50;  // a petabyte
+  PA_REQUIRE_THROWS_AS_WITH(pa::gpu::Buffer(too_much, "a pool too big"), pa::CudaError,
+                            pa::cat("cudaMalloc of ", too_much, " bytes for a pool too big failed: "));
+  PA_REQUIRE_THROWS_AS_WITH(pa::gpu::Buffer(too_much, "a pool too big"), pa::CudaError, " bytes free)");
+  const pa::gpu::Buffer fits(std::size_t{1} << 20, "a pool that fits");
+  REQUIRE(fits.data() != nullptr);
+  require_oracle_match(Backend::cuda, 6, pa::make_workload(pa::debug_spec()));
+}
+
+TEST_CASE("gpu: a launch the device rejects names the kernel and its configuration", "[gpu]") {
+  // docs/design/CATALOGUE.md R4: caught right after the launch, and the next launch runs.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  const pa::Workload w = pa::make_workload(pa::debug_spec());
+  const pa::KernelEntry& entry = pa::kernel(4, Backend::cuda);
+  pa::LaunchPlan plan = entry.plan(w.problem, {}, pa::gpu::device_info().limits);
+  pa::DeviceWorkload device(w);
+  const pa::DecodeView view = device.view(plan.workspace_bytes);
+  plan.threads = 2048;  // more threads than a program may have: an invalid configuration
+  PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::CudaError, "launch of step04");
+  PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::CudaError, "block 2048");
+  pa::gpu::synchronize("the rejected launch");  // nothing sticky was left behind
+  require_oracle_match(Backend::cuda, 4, w);
+}
+
+TEST_CASE("gpu: once uploaded, the block tables are the device's own: reusing the host copy changes nothing", "[gpu]") {
+  // docs/design/CATALOGUE.md A11: the host tables and lengths are overwritten (as a serving
+  // engine's staging buffer is, for the next step) right after an asynchronous launch.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  pa::Workload w = pa::make_workload(pa::debug_spec());
+  const pa::Workload original = w;
+  const pa::KernelEntry& entry = pa::kernel(6, Backend::cuda);
+  const pa::LaunchPlan plan = entry.plan(w.problem, {}, pa::gpu::device_info().limits);
+  pa::DeviceWorkload device(w);
+  device.poison();
+  pa::DecodeView view = device.view(plan.workspace_bytes);
+  view.checked = false;  // checked mode waits for its check kernel; unchecked, the launch is asynchronous
+  entry.launch(view, plan, nullptr);
+  std::fill(w.block_tables.begin(), w.block_tables.end(), 0);
+  std::fill(w.context_lens.begin(), w.context_lens.end(), 1);
+  pa::gpu::synchronize("the launch");
+  const pa::CompareResult result = pa::check_against_oracle(original, pa::oracle_rows(original), device.download_out());
+  INFO(result.summary());
+  REQUIRE(result.ok);
 }

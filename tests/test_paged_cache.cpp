@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -66,6 +68,32 @@ void require_gather_equals(const PagedKVCache& cache, int seq, const std::vector
       }
   INFO("sequence " << seq);
   REQUIRE(mismatches == 0);
+}
+
+/// Requires every element of both pools for which \p may_change(page, slot) is false to hold the
+/// bytes it held in \p keys_before and \p values_before (docs/design/CATALOGUE.md N10: a write or
+/// a page copy touches its destination and nothing else; the rest of the pool is its canary).
+template <class MayChange>
+void require_rest_unchanged(const PagedKVCache& cache, const std::vector<std::byte>& keys_before,
+                            const std::vector<std::byte>& values_before, MayChange may_change) {
+  const CacheConfig& c = cache.config();
+  const std::size_t elem = pa::dtype_size(c.dtype);
+  std::int64_t changed = 0;
+  std::string first;
+  for (std::int64_t page = 0; page < c.num_blocks; ++page)
+    for (int slot = 0; slot < c.block_size; ++slot) {
+      if (may_change(page, slot)) continue;
+      for (int head = 0; head < c.num_kv_heads; ++head)
+        for (int channel = 0; channel < c.head_dim; ++channel) {
+          const std::size_t at = static_cast<std::size_t>(c.layout.offset(page, head, slot, channel)) * elem;
+          if (std::memcmp(keys_before.data() + at, cache.key_pool().data() + at, elem) == 0 &&
+              std::memcmp(values_before.data() + at, cache.value_pool().data() + at, elem) == 0)
+            continue;
+          if (changed++ == 0) first = cat("page ", page, ", slot ", slot, ", head ", head, ", channel ", channel);
+        }
+    }
+  INFO(changed << " elements changed outside the destination, the first at " << first);
+  REQUIRE(changed == 0);
 }
 
 /// Frees every live sequence and requires the pool to be whole (docs/design/CORRECTNESS.md: after every test).
@@ -365,7 +393,12 @@ TEST_CASE("cache: the write path stores rows at their slots, skipping padding", 
     keys.insert(keys.end(), k.begin(), k.end());
     values.insert(values.end(), v.begin(), v.end());
   }
+  const std::vector<std::byte> keys_before = cache.key_pool(), values_before = cache.value_pool();
   cache.write_slots(slots, keys, values);
+  require_rest_unchanged(cache, keys_before, values_before, [&](std::int64_t page, int slot) {
+    const std::int64_t at = page * cache.config().block_size + slot;
+    return at == slots[0] || at == slots[2];
+  });
   require_gather_equals(cache, a, {small_int_row(cache, 0, 0)}, {small_int_row(cache, 1000, 0)});
   require_gather_equals(cache, b, {small_int_row(cache, 2, 0)}, {small_int_row(cache, 1002, 0)});
   free_all_and_require_whole(cache);
@@ -453,7 +486,9 @@ TEST_CASE("cache: appending to a shared page copies it first", "[cache][fork]") 
   // The child writes token 6 into its last page: that page is shared, so it is copied first.
   const std::vector<float> k = small_int_row(cache, 77, 6);
   const std::vector<float> v = small_int_row(cache, 78, 6);
+  const std::vector<std::byte> keys_before = cache.key_pool(), values_before = cache.value_pool();
   const pa::AppendResult result = cache.append_token(child, k, v);
+  require_rest_unchanged(cache, keys_before, values_before, [&](std::int64_t page, int) { return page == result.page; });
   REQUIRE(result.copied_from == shared_last);
   REQUIRE(result.page != shared_last);
   REQUIRE_FALSE(result.new_page);

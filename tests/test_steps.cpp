@@ -46,8 +46,23 @@ void check_unchecked_reaches_kernel(int step) {
   TEST_CASE("step" tag ": NaN poison gives the same bits as zeros", "[step" tag "]") {                  \
     check_poison_is_invisible(Backend::emulator, step, DType::bf16);                                   \
   }                                                                                                    \
-  TEST_CASE("step" tag ": head dims 64-256 and pages 1-64", "[step" tag "]") {                          \
+  TEST_CASE("step" tag ": head dims 64-256, groups up to 32 and pages 1-64", "[step" tag "]") {         \
     check_shapes(Backend::emulator, step);                                                             \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": a context of 0 gives zeros, its table row unread", "[step" tag "]") {         \
+    check_empty_contexts(Backend::emulator, step);                                                     \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": every logit near -1e5 gives the top token's V, not zeros", "[step" tag "]") { \
+    check_very_negative_logits(Backend::emulator, step, DType::f16);                                   \
+    check_very_negative_logits(Backend::emulator, step, DType::bf16);                                  \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": NaN in one valid V element reaches its channel alone", "[step" tag "]") {     \
+    check_nan_in_value(Backend::emulator, step);                                                       \
+  }                                                                                                    \
+  TEST_CASE("step" tag ": the length cap reached; contexts at a split's end and either side",          \
+            "[step" tag "]") {                                                                         \
+    check_length_cap(Backend::emulator, step);                                                         \
+    check_split_boundaries(Backend::emulator, step);                                                   \
   }                                                                                                    \
   TEST_CASE("step" tag ": knobs do not change the answer, same input same bits", "[step" tag "]") {     \
     check_knobs_and_determinism(Backend::emulator, step, knobs_of(step));                              \
@@ -124,6 +139,22 @@ TEST_CASE("step04: refuses, before launching, a context whose logits do not fit 
   REQUIRE_NOTHROW(pa::kernel(6, Backend::emulator).plan(too_long, {}, limits));
 }
 
+TEST_CASE("without a GPU the CUDA path says why, and the emulator and the oracle still run", "[steps]") {
+  // docs/design/CATALOGUE.md R1. A CPU build, or a CUDA build on a machine without a usable
+  // device (CI): the reason names CUDA, the step programs' GPU column is skipped with it, the
+  // GPU tests skip with it (tests/test_gpu_steps.cpp), and the emulated kernel still runs.
+  if (pa::cuda_built() && pa::gpu::available()) PA_SKIP("a GPU is here: test_gpu_steps runs the CUDA path");
+  const std::string why = pa::gpu::unavailable_reason();
+  INFO(why);
+  REQUIRE(why.find("CUDA") != std::string::npos);
+  const pa::Workload w = pa::make_workload(pa::debug_spec());
+  REQUIRE_THROWS_AS(run_on(Backend::cuda, 6, w), pa::Error);  // CudaError where CUDA is built
+  const pa::StepReport report = pa::run_step(6, w, {}, pa::StepRunSettings{});
+  CHECK(report.gpu_status == "skipped: " + why);
+  CHECK(report.emulator_status == "ok");
+  CHECK(report.ok);
+}
+
 TEST_CASE("a plan is made once and launched only on its own problem", "[steps]") {
   const pa::Workload w = pa::make_workload(pa::debug_spec());
   const pa::KernelEntry& entry = pa::kernel(7, Backend::emulator);
@@ -179,12 +210,15 @@ TEST_CASE("step07: a split holds one slot's share of the work; empty splits give
   CHECK(plan.description.find(std::to_string(plan.splits) + " splits of " +
                               std::to_string(s07::partition_of(long_single, plan.splits)) + " tokens") != std::string::npos);
 
-  pa::WorkloadSpec spec = pa::debug_spec();
-  spec.context_lens = {0, 1, 5, 0};
-  const pa::Workload w = pa::make_workload(spec);
   pa::KernelOptions many;
   many.num_splits = 64;
-  for (int step : {7, 8, 9}) {
+  for (int step : pa::kernel_steps()) {  // every step that splits (07 on)
+    if ((pa::kernel(step, Backend::emulator).knobs & pa::knob_splits) == 0) continue;
+    pa::WorkloadSpec spec = pa::debug_spec();
+    if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+    spec.context_lens = {0, 1, 5, 0};
+    const pa::Workload w = pa::make_workload(spec);
+    INFO("step " << step);
     const pa::RunOutput run = pa::run_emulator(pa::kernel(step, Backend::emulator), w, many);
     const std::size_t row = static_cast<std::size_t>(w.problem.num_q_heads) * w.problem.head_dim;
     for (int seq : {0, 3})
