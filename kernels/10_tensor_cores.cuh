@@ -10,9 +10,9 @@
 /// with zero queries): a warp computes the scores of 16 heads for 16 tokens with D/8 matrix
 /// instructions, takes the online softmax on the accumulator fragments, and feeds the weights,
 /// still in registers, to the matrix multiply by V. A program is one warp for each 16 heads of
-/// the group and each 64 output channels (kShape), sharing one pipeline of asynchronous
-/// copies: K and V go to shared memory a tile of 32 tokens at a time, two tiles in flight, in a
-/// swizzled layout that `ldmatrix` reads out in fragment order without bank conflicts. Step
+/// the group and each 64 output channels (kShape; shape_for says where another shape is used),
+/// sharing one pipeline of asynchronous copies: K and V go to shared memory a tile of 32 tokens
+/// at a time, two tiles in flight, in a swizzled layout that `ldmatrix` reads out in fragment order without bank conflicts. Step
 /// 09's block-table prefetch, merge and overlapped merge launch are kept, and its split count,
 /// with splits of at least 512 tokens.
 ///
@@ -39,32 +39,47 @@ struct Shape {
   int part_dims;
   int stages;
 };
-/// 32 tokens, 64 channels a warp, 2 stages: two warps a program at head dim 128, 35 KB of shared
+/// 32 tokens, 64 channels a warp, 2 stages: two warps a program at head dim 128, 32 KB of shared
 /// memory, 6 programs an SM on the H200. With the copies of the next tile issued before the wait
 /// for this one, two tiles are in flight while a program waits. The fastest of the shapes tried
 /// on the H200 on the large and the small workloads alike (lab/perf-log.md, v67).
 inline constexpr Shape kShape{32, 64, 2};
+/// For a group of more than 16 heads, which has a warp for each 16 heads already: 128 channels a
+/// warp, so that a program of 32 heads at head dim 128 has two warps, not four that each compute
+/// the scores of their 16 heads again (group 32 on the H200: 68% of the roof with kShape, 95%
+/// with this, lab/perf-log.md, v69).
+inline constexpr Shape kWideShape{32, 128, 2};
+/// For head dim 112: 64-token tiles. With 32-token tiles its programs' two warps (four and three
+/// channel blocks) spent most of their stalls at the barriers, not waiting for memory, and ran
+/// at 82% of the datasheet against 87% with 64 (lab/perf-log.md, v69).
+inline constexpr Shape kLongTileShape{64, 64, 2};
+/// Every shape a kernel is compiled for; shape_for picks one.
+inline constexpr Shape kShapes[] = {kShape, kWideShape, kLongTileShape};
 
 /// Warps that split a head dim's output channels (part_dims or fewer each, in blocks of 16).
 __host__ __device__ constexpr int parts_for(int head_dim, int part_dims) { return (head_dim + part_dims - 1) / part_dims; }
-/// Floats of one token's row in shared memory. The 8 rows one ldmatrix reads must fall in
-/// different banks. A head dim that is a multiple of 64 keeps its rows whole lines (2·D bytes, a
-/// multiple of 128) and moves the 16-byte units instead (unit_at); the others (80, 96, 112) add
-/// 16 bytes of padding, so consecutive rows start 16 bytes apart modulo 128.
-__host__ __device__ constexpr int row_floats(int head_dim) { return head_dim % 64 == 0 ? head_dim / 2 : (head_dim + 8) / 2; }
-/// Where 16-byte unit \p u of row \p token sits in its row in shared memory: for a head dim that
-/// is a multiple of 64, the units of each 128 bytes are swizzled by the row (XOR with its low 3
-/// bits). An ldmatrix's 8 consecutive rows then read 8 different banks' units, and the 8 lanes
-/// that copy one 128-byte piece of a row still fill one whole 128-byte line of shared memory.
-/// With padded rows such a piece straddles two lines of shared memory and the H200 splits the
-/// copies: 2.6 times the L2 requests and 1.5 times the bytes to the SMs (lab/perf-log.md, v66).
+/// 16-byte units of one token's row: its channels, eight a unit.
+__host__ __device__ constexpr int row_units(int head_dim) { return head_dim / 8; }
+/// Where 16-byte unit \p f of a tile's K (or V) sits in shared memory. The tile is its rows back
+/// to back, row_units a row, unit f of the tile being unit f % row_units of token f / row_units,
+/// so every 8 units make one 128-byte line of shared memory. A unit stays in its line (a warp's
+/// copy of 32 consecutive units fills 4 whole lines, as in global memory) and moves within it:
+/// its place in the line is XOR-ed with a few bits that set apart the 8 rows one ldmatrix reads,
+/// so that they fall in 8 different banks' units. When a row is whole lines (a head dim that is
+/// a multiple of 64) those bits are the row's low 3; otherwise the row is 10, 12 or 14 units,
+/// and the bits that set 8 consecutive rows apart at any unit are the low 1 or 2 bits (as many
+/// as the power of 2 in row_units) of the line's index. tests/test_mma.cpp checks both
+/// properties for every head dim. With padded rows instead, a line that 8 lanes copy straddles
+/// two lines of shared memory and the H200 splits the copies: 2.6 times the L2 requests and 1.5
+/// times the bytes to the SMs at head dim 128 (lab/perf-log.md, v66).
 template <int HEAD_DIM>
-__host__ __device__ constexpr int unit_at(int token, int u) {
-  if constexpr (HEAD_DIM % 64 == 0) return (u & ~7) | ((u ^ token) & 7);
-  else return u;
+__host__ __device__ constexpr int swizzle(int f) {
+  constexpr int units = row_units(HEAD_DIM);
+  if constexpr (units % 8 == 0) return f ^ ((f / units) & 7);
+  else return f ^ ((f >> 3) & ((units & -units) - 1));
 }
 /// Floats of one stage: a tile's K rows, then its V rows.
-__host__ __device__ constexpr int stage_floats(int head_dim, int tile) { return 2 * tile * row_floats(head_dim); }
+__host__ __device__ constexpr int stage_floats(int head_dim, int tile) { return 2 * tile * row_units(head_dim) * 4; }
 
 // [fragments]
 /// This lane's q fragments for the 16 heads from \p first_head (rows past \p heads are zero):
@@ -97,10 +112,9 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
   constexpr int kBlocks = HEAD_DIM / 16;                      // 16-channel blocks of a row
   constexpr int kParts = parts_for(HEAD_DIM, PART_DIMS);      // warps that share a tile's P·V
   constexpr int kMyBlocks = (kBlocks + kParts - 1) / kParts;  // a warp's blocks: part, part + kParts, ...
-  constexpr int kRow = row_floats(HEAD_DIM);
+  constexpr int kUnits = row_units(HEAD_DIM);
+  constexpr int kTileUnits = TILE * kUnits;                          // of a tile's K, and of its V
   constexpr int kStage = stage_floats(HEAD_DIM, TILE);
-  constexpr int kGroups = TILE / 4;                     // groups of four tokens the copies take in turn
-  constexpr int kLaneChunks = (HEAD_DIM / 8 + 7) / 8;   // 16-byte chunks of a row a lane copies (8 lanes a row)
   PA_DYNAMIC_SHARED(float, shared);
   allow_next_kernel();  // the merge may take the SMs this grid leaves free; it waits for our partials
   const int kv_head = blockIdx.x;
@@ -114,7 +128,6 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const int warps = blockDim.x / 32;
   const int part = warp % kParts;                          // this warp's channel blocks: part + kParts * i
   const int rows_first = (warp / kParts) * kHeadsPerWarp;  // its first head within the group
   const int group_size = args.group_size();
@@ -122,48 +135,63 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
   unsigned q[HEAD_DIM / 16][4];
   load_query_fragments<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
 
-  // The copies. Eight lanes copy one token's K row and V row, a 16-byte chunk each (so one copy
-  // instruction of a warp reads four 128-byte pieces of rows, whole lines), and the warps of the
-  // program take the tile's groups of four tokens in turn: group w, w + warps, ... So a lane
-  // copies the same chunks of a few tokens a tile and looks up each token's page once, a tile
-  // ahead (pages[]: -1 past the range).
+  // The copies, a 16-byte unit a copy, so that the lanes of a warp fill whole lines of shared
+  // memory from whole lines of global memory, each copy instruction four of them:
+  // - rows that are whole lines (a head dim that is a multiple of 64): eight lanes copy a
+  //   token's row, a line at a time, and the warps take the tile's tokens four at a time in
+  //   turn (tokens 4w .. 4w+3, then 4(w + warps) ..), so a lane looks up one page for all the
+  //   lines of a token;
+  // - other rows (10, 12 or 14 units): thread t copies units t, t + threads, .. of the tile,
+  //   so a copy instruction takes 32 consecutive units, 512 bytes of one page's rows (a page of
+  //   16 tokens is a whole number of them at head dims 80, 96 and 112), and a lane looks up the
+  //   page of each unit.
+  // Pages are looked up a tile ahead (pages[]: -1 past the range).
+  constexpr bool kWholeLines = kUnits % 8 == 0;
+  constexpr int kLookups = kWholeLines ? TILE / 4 : (kTileUnits + 32 * kParts - 1) / (32 * kParts);
   const std::int64_t table_row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
-  const int copier_chunk = lane % 8;
-  auto look_up = [&](int tile, int (&pages)[kGroups]) {
+  auto token_of = [&](int j) {  // the token in the tile of this thread's lookup j, or -1
+    if constexpr (kWholeLines) {
+      const int four = threadIdx.x / 32 + blockDim.x / 32 * j;
+      return four < TILE / 4 ? 4 * four + lane / 8 : -1;
+    } else {
+      const int f = threadIdx.x + blockDim.x * j;
+      return f < kTileUnits ? f / kUnits : -1;
+    }
+  };
+  auto look_up = [&](int tile, int (&pages)[kLookups]) {
     PA_UNROLL
-    for (int j = 0; j < kGroups; ++j) {
-      const int token = begin + tile * TILE + 4 * (warp + warps * j) + lane / 8;
-      pages[j] = warp + warps * j < kGroups && tile < tiles && token < end
+    for (int j = 0; j < kLookups; ++j) {
+      const int token = begin + tile * TILE + token_of(j);
+      pages[j] = token_of(j) >= 0 && tile < tiles && token < end
                      ? args.block_tables[table_row + (args.block_shift >= 0 ? token >> args.block_shift
                                                                              : token / args.block_size)]
                      : -1;
     }
   };
-  auto issue = [&](int tile, const int (&pages)[kGroups]) {  // the copies of \p tile into stage tile % STAGES, one group
+  auto issue = [&](int tile, const int (&pages)[kLookups]) {  // the copies of \p tile into stage tile % STAGES, one group
     if (tile < tiles) {
       PA_UNROLL
-      for (int j = 0; j < kGroups; ++j) {
-        if (warp + warps * j >= kGroups) break;
-        const int token = 4 * (warp + warps * j) + lane / 8;  // in the tile
+      for (int j = 0; j < kLookups; ++j) {
+        const int token = token_of(j);
+        if (token < 0) break;
         const int at = begin + tile * TILE + token;
-        const int row_at = (tile % STAGES) * kStage + token * kRow;
-        auto dst = [&](int c) { return shared_slot(shared, row_at + unit_at<HEAD_DIM>(token, copier_chunk + 8 * c) * 4); };
-        if (pages[j] >= 0) {
-          const int slot = args.block_shift >= 0 ? at & (args.block_size - 1) : at % args.block_size;
-          const std::int64_t row = args.kv_offset(pages[j], kv_head, slot) + copier_chunk * 8;
-          PA_UNROLL
-          for (int c = 0; c < kLaneChunks; ++c) {
-            if (copier_chunk + 8 * c >= HEAD_DIM / 8) break;
-            copy_async<8>(dst(c), args.key_cache, row + 64 * c);
-            copy_async<8>(dst(c) + TILE * kRow, args.value_cache, row + 64 * c);
+        const int slot = args.block_shift >= 0 ? at & (args.block_size - 1) : at % args.block_size;
+        const std::int64_t row = pages[j] >= 0 ? args.kv_offset(pages[j], kv_head, slot) : 0;
+        auto copy = [&](int unit) {  // unit \p unit of the token's K and V rows
+          const auto dst = shared_slot(shared, (tile % STAGES) * kStage + swizzle<HEAD_DIM>(token * kUnits + unit) * 4);
+          if (pages[j] >= 0) {
+            copy_async<8>(dst, args.key_cache, row + 8 * unit);
+            copy_async<8>(dst + kTileUnits * 4, args.value_cache, row + 8 * unit);
+          } else {  // past the range: zeros, so a weight of 0 times V adds 0, not whatever the slot held
+            zero_async(dst, args.key_cache);
+            zero_async(dst + kTileUnits * 4, args.key_cache);
           }
-        } else {  // past the range: zeros, so a weight of 0 times V adds 0, not whatever the slot held
+        };
+        if constexpr (kWholeLines) {
           PA_UNROLL
-          for (int c = 0; c < kLaneChunks; ++c) {
-            if (copier_chunk + 8 * c >= HEAD_DIM / 8) break;
-            zero_async(dst(c), args.key_cache);
-            zero_async(dst(c) + TILE * kRow, args.key_cache);
-          }
+          for (int line = 0; line < kUnits / 8; ++line) copy(lane % 8 + 8 * line);
+        } else {
+          copy((threadIdx.x + blockDim.x * j) % kUnits);
         }
       }
     }
@@ -184,7 +212,7 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
       for (int e = 0; e < 4; ++e) o[i][h][e] = 0.0f;
   const float scale = args.scale * step09::kLog2e;  // scores in base 2: each weight is one ex2
 
-  int pages[kGroups];
+  int pages[kLookups];
   PA_UNROLL
   for (int tile = 0; tile < STAGES - 1; ++tile) {
     look_up(tile, pages);
@@ -201,7 +229,7 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
     async_wait<STAGES - 1>();       // this thread's copies of `tile` have landed
     __syncthreads();
     const int k_tile = (tile % STAGES) * kStage;
-    const int v_tile = k_tile + TILE * kRow;
+    const int v_tile = k_tile + kTileUnits * 4;
 
     // Scores s = q·Kᵀ for 16 heads x TILE tokens: n8 tile j holds tokens 8j .. 8j+7. One
     // ldmatrix gives the B fragments of two n8 tiles for 16 channels: matrices (tokens 0-7,
@@ -215,7 +243,7 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
         const int token = 16 * c + (lane / 16) * 8 + lane % 8;
         const int channel = kk * 16 + (lane / 8) % 2 * 8;
         unsigned k[4];
-        ldmatrix_x4<TRANSPOSED_K>(k, shared_slot(shared, k_tile + token * kRow + unit_at<HEAD_DIM>(token, channel / 8) * 4));
+        ldmatrix_x4<TRANSPOSED_K>(k, shared_slot(shared, k_tile + swizzle<HEAD_DIM>(token * kUnits + channel / 8) * 4));
         mma_m16n8k16<T>(s[2 * c], q[kk], {k[0], k[1]});
         mma_m16n8k16<T>(s[2 * c + 1], q[kk], {k[2], k[3]});
       }
@@ -281,7 +309,7 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
         const int token = 16 * c + (lane / 8) % 2 * 8 + lane % 8;
         const int channel = block * 16 + lane / 16 * 8;
         unsigned v[4];
-        ldmatrix_x4<true>(v, shared_slot(shared, v_tile + token * kRow + unit_at<HEAD_DIM>(token, channel / 8) * 4));
+        ldmatrix_x4<true>(v, shared_slot(shared, v_tile + swizzle<HEAD_DIM>(token * kUnits + channel / 8) * 4));
         mma_m16n8k16<T>(o[i][0], p[c], {v[0], v[1]});
         mma_m16n8k16<T>(o[i][1], p[c], {v[2], v[3]});
       }
@@ -330,14 +358,31 @@ inline std::size_t shared_bytes(const DecodeProblem& p, const Shape& shape) {
 
 /// Calls `f(kernel, T{}, head_dim)` with the tensor_core_split_decode instantiation for \p p's
 /// storage type (bf16 or f16) and head dim.
+/// The index in kShapes of the shape of a program for \p p: kWideShape for a group of more than
+/// 16 heads (at a head dim over 64: at 64 it is kShape), kLongTileShape at head dim 112, else kShape.
+inline int shape_for(const DecodeProblem& p) {
+  if (p.group_size() > kHeadsPerWarp) return p.head_dim > kShape.part_dims ? 1 : 0;
+  return p.head_dim == 112 ? 2 : 0;
+}
+
+/// Calls `f(kernel, T{}, head_dim)` with the tensor_core_split_decode instantiation for \p p's
+/// storage type (bf16 or f16), head dim and shape (shape_for).
 template <bool TRANSPOSED_K = false, class F>
 void with_kernel(const DecodeProblem& p, F&& f) {
+  const int shape = shape_for(p);
   dispatch_problem(p, [&](auto storage, auto head_dim) {
     // std::remove_cvref_t<decltype(storage)>, not an alias of it: see step09::with_kernel.
-    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(storage)>, float>)
-      f(tensor_core_split_decode<std::remove_cvref_t<decltype(storage)>, decltype(head_dim)::value, TRANSPOSED_K,
-                                 kShape.tile, kShape.part_dims, kShape.stages>,
-        storage, head_dim);
+    using T = std::remove_cvref_t<decltype(storage)>;
+    constexpr int D = decltype(head_dim)::value;
+    auto call = [&](auto index) {
+      constexpr Shape s = kShapes[decltype(index)::value];
+      f(tensor_core_split_decode<T, D, TRANSPOSED_K, s.tile, s.part_dims, s.stages>, storage, head_dim);
+    };
+    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(storage)>, float>) {
+      if constexpr (D > kShape.part_dims) if (shape == 1) return call(std::integral_constant<int, 1>{});
+      if constexpr (D == 112) if (shape == 2) return call(std::integral_constant<int, 2>{});
+      call(std::integral_constant<int, 0>{});
+    }
   });
 }
 
@@ -359,7 +404,7 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
              "bf16 or f16 (tensor cores multiply 16-bit inputs here; f32 runs on step 09)", dtype_name(p.dtype));
   PA_REQUIRE(p.num_seqs <= 65535, kName, "num_seqs", "at most 65535 (the grid's y limit: sequences are its second axis)",
              p.num_seqs);
-  const Shape shape = kShape;
+  const Shape shape = kShapes[shape_for(p)];
   const int warps = warps_for(p, shape);
   PA_REQUIRE(warps <= 32, kName, "num_q_heads / num_kv_heads",
              cat("a group of at most ", 32 / parts_for(p.head_dim, shape.part_dims) * kHeadsPerWarp, " heads at head dim ", p.head_dim,
@@ -408,8 +453,13 @@ inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stre
     launch_kernel_overlapped("step10_merge_splits", step09::merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs),
                              dim3(step09::kMergeThreads), 0, stream, args, partials);
   };
-  if (transposed_k) with_kernel<true>(p, run);
-  else with_kernel<false>(p, run);
+  if constexpr (kBackend == Backend::emulator) {  // the planted bug is compiled for the emulator's test only
+    if (transposed_k) return with_kernel<true>(p, run);
+  } else {
+    PA_REQUIRE(!transposed_k, kName, "transposed_k", "false on the GPU (the planted bug is built for the emulator only)",
+               "true");
+  }
+  with_kernel<false>(p, run);
 }
 
 inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) { launch_as(view, plan, stream, false); }

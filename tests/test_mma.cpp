@@ -197,3 +197,55 @@ TEST_CASE("step10: K fragments read transposed give numbers the oracle rejects",
 }
 
 }  // namespace
+
+namespace {
+
+/// The two properties step10::swizzle promises at head dim D: a unit stays in its 128-byte line,
+/// and the 8 rows an ldmatrix reads (tokens 8i .. 8i+7 of a tile, one unit of each) fall in 8
+/// different 16-byte places of their lines, so in different banks.
+template <int D>
+void check_swizzle() {
+  constexpr int units = k::step10::row_units(D);
+  constexpr int tile_units = 32 * units;  // the largest tile a test plans
+  std::vector<int> seen(tile_units, 0);
+  for (int f = 0; f < tile_units; ++f) {
+    const int to = k::step10::swizzle<D>(f);
+    INFO("head dim " << D << ", unit " << f << " goes to " << to);
+    REQUIRE(to / 8 == f / 8);
+    ++seen[static_cast<std::size_t>(to)];
+  }
+  for (int place = 0; place < tile_units; ++place) {
+    INFO("head dim " << D << ": place " << place << " holds " << seen[static_cast<std::size_t>(place)] << " units");
+    REQUIRE(seen[static_cast<std::size_t>(place)] == 1);
+  }
+  for (int first = 0; first < 32; first += 8)
+    for (int u = 0; u < units; ++u) {
+      unsigned places = 0;
+      for (int token = first; token < first + 8; ++token) places |= 1u << (k::step10::swizzle<D>(token * units + u) % 8);
+      INFO("head dim " << D << ", tokens " << first << "-" << first + 7 << ", unit " << u);
+      REQUIRE(places == 0xffu);
+    }
+}
+
+TEST_CASE("step10: swizzle keeps units in their lines and an ldmatrix's 8 rows in 8 banks", "[mma][step10]") {
+  check_swizzle<64>();
+  check_swizzle<80>();
+  check_swizzle<96>();
+  check_swizzle<112>();
+  check_swizzle<128>();
+  check_swizzle<256>();
+}
+
+/// The same check fails for rows laid out with no swizzle at head dims 80, 96 and 112 (the
+/// conflicts the swizzle is there to remove): a row of 10, 12 or 14 units puts two of 8
+/// consecutive rows in the same place.
+TEST_CASE("step10: without the swizzle, rows of 10, 12 and 14 units share banks", "[mma][step10]") {
+  for (int units : {10, 12, 14}) {
+    unsigned places = 0;
+    for (int token = 0; token < 8; ++token) places |= 1u << (token * units % 8);
+    INFO(units << " units a row");
+    REQUIRE(places != 0xffu);
+  }
+}
+
+}  // namespace
