@@ -250,7 +250,7 @@ TEST_CASE("compare: bitwise comparison locates the first differing element") {
   }
 }
 
-TEST_CASE("compare: bitwise tells -0.0 from 0.0 and NaN payloads apart; tolerance does not") {
+TEST_CASE("compare: bitwise tells -0.0 from 0.0 and NaN payloads apart, tolerance does not") {
   for (pa::DType dtype : {pa::DType::f32, pa::DType::f16, pa::DType::bf16}) {
     CAPTURE(pa::dtype_name(dtype));
     const std::vector<double> zeros(24, 0.0);

@@ -430,7 +430,7 @@ TEST_CASE("reference: the layout does not change the answer (hnd and nhd, same v
   CHECK(differ == 0);
 }
 
-TEST_CASE("reference: paged and dense oracles agree on a scattered table; gather_cache is exact") {
+TEST_CASE("reference: paged and dense oracles agree on a scattered table, and gather_cache is exact") {
   for (pa::DType dtype : {pa::DType::f32, pa::DType::bf16}) {
     CAPTURE(pa::dtype_name(dtype));
     Shape shape;

@@ -59,7 +59,7 @@ void check_unchecked_reaches_kernel(int step) {
   TEST_CASE("step" tag ": NaN in one valid V element reaches its channel alone", "[step" tag "]") {     \
     check_nan_in_value(Backend::emulator, step);                                                       \
   }                                                                                                    \
-  TEST_CASE("step" tag ": the length cap reached; contexts at a split's end and either side",          \
+  TEST_CASE("step" tag ": the length cap reached, contexts at a split's end and either side",          \
             "[step" tag "]") {                                                                         \
     check_length_cap(Backend::emulator, step);                                                         \
     check_split_boundaries(Backend::emulator, step);                                                   \
@@ -71,12 +71,12 @@ void check_unchecked_reaches_kernel(int step) {
     check_refusals(Backend::emulator, step);                                                           \
     check_empty_batch(Backend::emulator, step);                                                        \
   }                                                                                                    \
-  TEST_CASE("step" tag ": checked mode refuses bad lengths and table entries; off, they reach the kernel", \
+  TEST_CASE("step" tag ": checked mode refuses bad lengths and table entries, and off they reach the kernel", \
             "[step" tag "][checked]") {                                                                \
     check_bad_tables_refused(Backend::emulator, step);                                                 \
     check_unchecked_reaches_kernel(step);                                                              \
   }                                                                                                    \
-  TEST_CASE("step" tag ": pools over 2^31 and 2^32 elements; the 32-bit limits refused up front",     \
+  TEST_CASE("step" tag ": pools over 2^31 and 2^32 elements, the 32-bit limits refused up front",     \
             "[step" tag "][huge]") {                                                                   \
     check_huge_pools(Backend::emulator, step);                                                         \
   }
@@ -169,7 +169,7 @@ TEST_CASE("a plan is made once and launched only on its own problem", "[steps]")
   PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::ArgumentError, "workspace_bytes");
 }
 
-TEST_CASE("step07: a split holds one slot's share of the work; empty splits give zeros, never NaN", "[step07]") {
+TEST_CASE("step07: a split holds one slot's share of the work, empty splits give zeros and never NaN", "[step07]") {
   namespace s07 = emu_kernels::step07;
   const pa::DecodeProblem long_single = pa::make_problem(1, 32, 8, 128, 16, 2048, 32768, 2048, DType::bf16);
   const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
@@ -302,7 +302,7 @@ TEST_CASE("step09: every ablation variant gives the oracle's answer where it is 
                             "0 (every idea) to 5");
 }
 
-TEST_CASE("steps 08 and 09 read K and V once per KV head; step 07 once per query head", "[step08]") {
+TEST_CASE("steps 08 and 09 read K and V once per KV head, step 07 once per query head", "[step08]") {
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.num_q_heads = 8;
   spec.num_kv_heads = 2;
