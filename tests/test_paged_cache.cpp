@@ -489,6 +489,7 @@ TEST_CASE("cache: appending to a shared page copies it first", "[cache][fork]") 
   const std::vector<std::byte> keys_before = cache.key_pool(), values_before = cache.value_pool();
   const pa::AppendResult result = cache.append_token(child, k, v);
   require_rest_unchanged(cache, keys_before, values_before, [&](std::int64_t page, int) { return page == result.page; });
+  cache.check_invariants();  // first: a count gone wrong (a reference dropped twice) is named with its page
   REQUIRE(result.copied_from == shared_last);
   REQUIRE(result.page != shared_last);
   REQUIRE_FALSE(result.new_page);
@@ -497,7 +498,6 @@ TEST_CASE("cache: appending to a shared page copies it first", "[cache][fork]") 
   REQUIRE(cache.allocator().ref_count(shared_last) == 1);
   REQUIRE(cache.allocator().ref_count(result.page) == 1);
   REQUIRE(cache.allocator().ref_count(cache.block_table(parent)[0]) == 2);
-  cache.check_invariants();
 
   // The parent's tokens are unchanged; the child has the prefix plus its own token.
   require_gather_equals(cache, parent, prefix.keys, prefix.values);
