@@ -136,6 +136,10 @@ struct KernelEntry {
   /// Whether it runs f32 storage (every step before 10; the tensor-core steps multiply 16-bit
   /// inputs and refuse f32 with an ArgumentError naming `dtype`). f16 and bf16 run everywhere.
   bool runs_f32 = true;
+  /// Whether it rounds the softmax weights P to the storage type before P·V, as a tensor-core
+  /// multiply of 16-bit inputs must (step 10). The plain loop it is held to then rounds them too
+  /// (docs/design/CORRECTNESS.md, rule 5).
+  bool weights_in_storage_type = false;
 };
 
 }  // namespace pa

@@ -174,7 +174,7 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   // The output of the last timed launch, checked after timing (sampled rows: the full oracle on
   // gigabytes of K/V would take minutes on the host).
   const std::vector<std::byte> out = c.device->download_out();
-  const CompareResult result = check_against_oracle(c.host, c.oracle, out);
+  const CompareResult result = check_against_oracle(c.host, c.oracle, out, entry.weights_in_storage_type);
   set_bandwidth_counters(state, static_cast<double>(c.host.bytes_moved()), median);
   state.counters["runs"] = kRuns;
   state.counters["max_abs_error"] = result.max_abs_error;

@@ -213,10 +213,14 @@ OracleRows oracle_rows(const Workload& w, const std::vector<int>& sequences) {
   rows.sequences = sequences;
   rows.exact = rows_of<double>(w, sequences, [](const DecodeView& v) { return reference::paged_attention(v); });
   rows.plain = rows_of<float>(w, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v); });
+  if (w.problem.dtype != DType::f32)
+    rows.plain_storage_weights =
+        rows_of<float>(w, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v, true); });
   return rows;
 }
 
-CompareResult check_against_oracle(const Workload& w, const OracleRows& oracle, const std::vector<std::byte>& out) {
+CompareResult check_against_oracle(const Workload& w, const OracleRows& oracle, const std::vector<std::byte>& out,
+                                   bool weights_in_storage_type) {
   const DecodeProblem& p = w.problem;
   std::vector<std::byte> sampled_out;  // a copy only when rows must be masked
   if (!oracle.sequences.empty()) {  // rows not computed are NaN in the oracle: make them NaN here too
@@ -229,19 +233,27 @@ CompareResult check_against_oracle(const Workload& w, const OracleRows& oracle, 
         std::fill_n(sampled_out.begin() + static_cast<std::ptrdiff_t>(seq * row_bytes), row_bytes, kPoison);
   }
   const std::byte* checked = oracle.sequences.empty() ? out.data() : sampled_out.data();
-  CompareResult result = compare_to_reference(p, oracle.exact, checked, Tolerance::for_dtype(p.dtype));
-  if (!result.ok) return result;
-  // docs/design/CORRECTNESS.md rule 5: no more than 3x the error of the plainest same-precision loop. The
-  // floor (a few float ulps of the largest output) keeps exact cases from failing on rounding.
-  const double plain_error = max_abs_error(oracle.exact, oracle.plain);
+  // docs/design/CORRECTNESS.md rule 5. The plainest same-precision loop says what this
+  // precision allows on this input: the kernel may be 3x as far from the oracle, and where that
+  // loop itself misses the dtype's atol (logits whose differences float cannot hold, a few
+  // tokens whose 16-bit weights each carry a rounding error) the atol is raised to that bound.
+  // The floor (a few float ulps of the largest output) keeps exact cases from failing on rounding.
+  const std::vector<float>& plain =
+      weights_in_storage_type && !oracle.plain_storage_weights.empty() ? oracle.plain_storage_weights : oracle.plain;
+  const double plain_error = max_abs_error(oracle.exact, plain);
   double largest = 0;
   for (double v : oracle.exact)
     if (std::isfinite(v)) largest = std::max(largest, std::abs(v));
   const double bound = 3.0 * plain_error + 8.0 * std::numeric_limits<float>::epsilon() * largest;
+  Tolerance tolerance = Tolerance::for_dtype(p.dtype);
+  tolerance.atol = std::max(tolerance.atol, bound);
+  CompareResult result = compare_to_reference(p, oracle.exact, checked, tolerance);
+  if (!result.ok) return result;
   if (result.max_abs_error > bound) {
     result.ok = false;
-    result.first_failure = cat("FAIL: max |d| ", format_sci(result.max_abs_error),
-                               " exceeds 3x the plain float loop's error (", format_sci(plain_error), ")");
+    result.first_failure = cat("FAIL: max |d| ", format_sci(result.max_abs_error), " exceeds 3x the plain float loop's error (",
+                               format_sci(plain_error), weights_in_storage_type ? ", its weights rounded as the kernel's" : "",
+                               ")");
   }
   return result;
 }
@@ -307,7 +319,7 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
     report.emulator_status = "skipped: workload too big to emulate";
   } else try {
     emu_run = run_emulator(emulated, w, options);
-    const CompareResult result = check_against_oracle(w, oracle, emu_run->out);
+    const CompareResult result = check_against_oracle(w, oracle, emu_run->out, emulated.weights_in_storage_type);
     report.emulator_error = result.max_abs_error;
     report.emulator_seconds = emu_run->seconds;
     report.emulator_bytes = emu_run->traffic.total_read() + emu_run->traffic.total_written();
@@ -331,8 +343,9 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
     report.gpu_status = cat("skipped: ", gpu::unavailable_reason());
   } else {
     try {
-      const RunOutput run = run_gpu(kernel(step, Backend::cuda), w, options, settings.gpu_timed_runs);
-      const CompareResult result = check_against_oracle(w, oracle, run.out);
+      const KernelEntry& gpu_kernel = kernel(step, Backend::cuda);
+      const RunOutput run = run_gpu(gpu_kernel, w, options, settings.gpu_timed_runs);
+      const CompareResult result = check_against_oracle(w, oracle, run.out, gpu_kernel.weights_in_storage_type);
       report.gpu_error = result.max_abs_error;
       report.gpu_seconds = run.seconds;
       if (run.seconds > 0) report.gpu_gbps = static_cast<double>(w.bytes_moved()) / run.seconds / 1e9;

@@ -72,6 +72,9 @@ double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, cons
 struct OracleRows {
   std::vector<double> exact;  ///< [num_seqs][num_q_heads][head_dim]; NaN in rows not computed
   std::vector<float> plain;   ///< the plain float loop, same shape
+  /// The plain loop with its weights rounded to the storage type (16-bit storage only; empty
+  /// for f32): the loop a kernel with KernelEntry::weights_in_storage_type is held to.
+  std::vector<float> plain_storage_weights;
   std::vector<int> sequences; ///< the rows computed (empty: all)
 };
 
@@ -82,10 +85,14 @@ OracleRows oracle_rows(const Workload& workload, const std::vector<int>& sequenc
 /// The sample big workloads are checked on: the first, middle and last sequence.
 std::vector<int> sample_sequences(const Workload& workload);
 
-/// Compares a run's output with the oracle (tolerance per dtype, NaN and Inf fail) and with
-/// the plain float loop's error (at most 3x); only the oracle's rows are checked.
+/// Compares a run's output with the oracle and with the plain float loop's error,
+/// docs/design/CORRECTNESS.md rule 5: every element within the dtype's tolerance, its atol
+/// raised to 3x the plain loop's largest error where that is larger (NaN and Inf fail), and the
+/// largest error at most 3x the plain loop's. \p weights_in_storage_type: the kernel's
+/// KernelEntry::weights_in_storage_type, which picks the plain loop. Only the oracle's rows are
+/// checked.
 CompareResult check_against_oracle(const Workload& workload, const OracleRows& oracle,
-                                   const std::vector<std::byte>& out);
+                                   const std::vector<std::byte>& out, bool weights_in_storage_type = false);
 
 /// One step run on one workload, as a table row (the step programs and the tour print these).
 struct StepReport {

@@ -464,6 +464,6 @@ inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stre
 
 inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) { launch_as(view, plan, stream, false); }
 
-inline KernelEntry entry() { return {10, kName, kBackend, knob_splits | knob_partition, 0, &plan, &launch, true, false}; }
+inline KernelEntry entry() { return {10, kName, kBackend, knob_splits | knob_partition, 0, &plan, &launch, true, false, true}; }
 
 }  // namespace pa::PA_KERNELS::step10

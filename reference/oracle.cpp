@@ -204,7 +204,7 @@ std::vector<double> gather_cache(const DecodeView& host_view, const void* cache)
   return dense;
 }
 
-std::vector<float> plain_float_attention(const DecodeView& host_view) {
+std::vector<float> plain_float_attention(const DecodeView& host_view, bool weights_in_storage_type) {
   check_host_view(host_view, "reference::plain_float_attention");
   const DecodeProblem& problem = host_view.problem;
   const int head_dim = problem.head_dim;
@@ -242,7 +242,8 @@ std::vector<float> plain_float_attention(const DecodeView& host_view) {
       float total = 0.0f;
       std::fill(accumulator.begin(), accumulator.end(), 0.0f);
       for (std::int64_t token = 0; token < context_len; ++token) {
-        const float weight = std::exp(logits[static_cast<std::size_t>(token)] - max_logit);
+        float weight = std::exp(logits[static_cast<std::size_t>(token)] - max_logit);
+        if (weights_in_storage_type) weight = round_to(problem.dtype, weight);
         total += weight;
         for (int d = 0; d < head_dim; ++d)
           accumulator[static_cast<std::size_t>(d)] +=

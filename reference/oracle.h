@@ -39,7 +39,10 @@ std::vector<double> gather_cache(const DecodeView& host_view, const void* cache)
 
 /// The plainest loop in the storage's working precision (float math, two passes, max
 /// subtracted), rounded to the storage type: docs/design/CORRECTNESS.md bounds a kernel's error
-/// by 3x this loop's error. Same layout, zeros for context 0 and validation as paged_attention().
-std::vector<float> plain_float_attention(const DecodeView& host_view);
+/// by 3x this loop's error. With \p weights_in_storage_type each softmax weight is rounded to
+/// the storage type before it multiplies V and joins the sum, as a kernel that multiplies P·V on
+/// tensor cores does (KernelEntry::weights_in_storage_type); f32 storage rounds nothing. Same
+/// layout, zeros for context 0 and validation as paged_attention().
+std::vector<float> plain_float_attention(const DecodeView& host_view, bool weights_in_storage_type = false);
 
 }  // namespace pa::reference

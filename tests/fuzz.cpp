@@ -369,7 +369,7 @@ Outcome run_valid(const Config& c, const KernelEntry& entry) {
     return failed(cat("fault: ", fault.what()));
   }
   const OracleRows oracle = oracle_rows(w);
-  const CompareResult result = check_against_oracle(w, oracle, first.out);
+  const CompareResult result = check_against_oracle(w, oracle, first.out, entry.weights_in_storage_type);
   if (!result.ok) {
     // Say whether the plainest float loop meets the tolerance on this input: when it does not
     // either, the case asks more than the storage type's precision gives.

@@ -37,7 +37,7 @@ inline std::string describe_run(Backend backend, int step, const Workload& workl
 /// Requires \p run to match the oracle (tolerance, NaN rules, 3x the plain loop's error).
 inline void require_matches_oracle(const RunOutput& run, Backend backend, int step, const Workload& workload,
                                    const KernelOptions& options) {
-  const CompareResult result = check_against_oracle(workload, oracle_rows(workload), run.out);
+  const CompareResult result = check_against_oracle(workload, oracle_rows(workload), run.out, kernel(step, backend).weights_in_storage_type);
   INFO(describe_run(backend, step, workload, options) << ": " << result.summary());
   REQUIRE(result.ok);
 }

@@ -180,7 +180,8 @@ TEST_CASE("gpu: once uploaded, the block tables are the device's own: reusing th
   std::fill(w.block_tables.begin(), w.block_tables.end(), 0);
   std::fill(w.context_lens.begin(), w.context_lens.end(), 1);
   pa::gpu::synchronize("the launch");
-  const pa::CompareResult result = pa::check_against_oracle(original, pa::oracle_rows(original), device.download_out());
+  const pa::CompareResult result = pa::check_against_oracle(original, pa::oracle_rows(original), device.download_out(),
+                                                             entry.weights_in_storage_type);
   INFO(result.summary());
   REQUIRE(result.ok);
 }

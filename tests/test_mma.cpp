@@ -188,8 +188,9 @@ TEST_CASE("step10: K fragments read transposed give numbers the oracle rejects",
     planted.launch = [](const DecodeView& view, const LaunchPlan& plan, void* stream) {
       k::step10::launch_as(view, plan, stream, true);
     };
-    const CompareResult right = check_against_oracle(workload, oracle, run_emulator(kernel(10, Backend::emulator), workload, {}).out);
-    const CompareResult wrong = check_against_oracle(workload, oracle, run_emulator(planted, workload, {}).out);
+    const KernelEntry& step10 = kernel(10, Backend::emulator);
+    const CompareResult right = check_against_oracle(workload, oracle, run_emulator(step10, workload, {}).out, true);
+    const CompareResult wrong = check_against_oracle(workload, oracle, run_emulator(planted, workload, {}).out, true);
     INFO(dtype_name(dtype) << ": right " << right.summary() << "; transposed " << wrong.summary());
     REQUIRE(right.ok);
     REQUIRE_FALSE(wrong.ok);
