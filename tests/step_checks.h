@@ -342,6 +342,8 @@ inline void check_huge_pools(Backend backend, int step) {
       if (entry < pages_for(w.context_lens[static_cast<std::size_t>(seq)], w.problem.block_size))
         REQUIRE(w.block_tables[i] * w.problem.layout.block_stride > pool.limit);
     }
+    INFO("every used page of this pool starts past element " << pool.limit
+                                                             << ": a page offset computed in 32 bits reads another page");
     require_oracle_match(backend, step, w);
   }
   const KernelEntry& entry = kernel(step, backend);
