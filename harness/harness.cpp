@@ -730,26 +730,40 @@ std::string describe_knobs(const KernelOptions& o) {
              o.tile_tokens, ", variant ", o.variant);
 }
 
-/// Bytes of host memory \p spec's K and V caches take at least: every sequence's pages, K and V.
-double cache_bytes_at_least(const WorkloadSpec& spec) {
+/// Bytes of host memory \p spec's tensors take at least: K and V (every sequence's pages), and
+/// q and out ([num_seqs][num_q_heads][head_dim] each). In double: the products cannot wrap.
+struct HostBytes {
+  double caches = 0;   ///< K and V
+  double queries = 0;  ///< q and out
+  double total() const { return caches + queries; }
+  /// "1.02 TB (K and V caches 1.02 TB, q and out 2.05 kB)"
+  std::string describe() const {
+    return cat(format_bytes(total()), " (K and V caches ", format_bytes(caches), ", q and out ", format_bytes(queries), ')');
+  }
+};
+HostBytes host_bytes_at_least(const WorkloadSpec& spec) {
+  const double elem = static_cast<double>(dtype_size(spec.dtype));
+  HostBytes bytes;
   double pages = 0;
   for (int context : spec.context_lens) pages += (context + spec.block_size - 1) / spec.block_size;
-  return 2.0 * pages * spec.block_size * spec.num_kv_heads * spec.head_dim * static_cast<double>(dtype_size(spec.dtype));
+  bytes.caches = 2.0 * pages * spec.block_size * spec.num_kv_heads * spec.head_dim * elem;
+  bytes.queries = 2.0 * static_cast<double>(spec.context_lens.size()) * spec.num_q_heads * spec.head_dim * elem;
+  return bytes;
 }
 
-/// make_workload, refusing up front a workload whose K and V alone would not fit in this
-/// machine's memory (rather than failing inside the allocator after a long wait), and turning
-/// an allocation failure into an Error that names the size asked for.
+/// make_workload, refusing up front a workload whose tensors would not fit in this machine's
+/// memory (rather than failing inside the allocator after a long wait), and turning an
+/// allocation failure into an Error that names the size asked for.
 Workload make_workload_or_explain(const WorkloadSpec& spec) {
-  const double needed = cache_bytes_at_least(spec);
+  const HostBytes needed = host_bytes_at_least(spec);
   const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (physical > 0 && needed > physical)
-    throw Error(cat("workload '", spec.name, "' needs at least ", format_bytes(needed), " of host memory for its K and V caches, more than this machine's ",
-                    format_bytes(physical)));
+  if (physical > 0 && needed.total() > physical)
+    throw MemoryError(cat("workload '", spec.name, "' needs at least ", needed.describe(),
+                          " of host memory, more than this machine's ", format_bytes(physical)));
   try {
     return make_workload(spec);
   } catch (const std::bad_alloc&) {
-    throw Error(cat("out of host memory building workload '", spec.name, "' (its K and V caches alone are ", format_bytes(needed), ")"));
+    throw MemoryError(cat("out of host memory building workload '", spec.name, "', which needs at least ", needed.describe()));
   }
 }
 

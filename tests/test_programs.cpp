@@ -139,9 +139,12 @@ TEST_CASE("programs: exit codes as CORRECTNESS.md lists them, from the programs 
       {step03, "--quiet --no-gpu", "PAGEDATTN_EMU_SHUFFLE=99999999999999999999", pa::exit_bad_argument, "PAGEDATTN_EMU_SHUFFLE"},
       {step03, "--quiet --no-gpu --bogus", "", pa::exit_bad_argument, "flags: flag: expected one of the flags --help lists, got --bogus"},
       {step03, "--quiet --no-gpu --head-dim 100", "", pa::exit_refused, "head_dim"},
-      // K and V of a billion tokens: refused before any allocation, naming the size.
+      // K and V of a billion tokens, or q and out of two billion heads: refused before any
+      // allocation, naming the size.
       {step03, "--quiet --no-gpu --context 1000000000", "", pa::exit_fault,
-       "workload 'custom' needs at least 1.02 TB of host memory for its K and V caches"},
+       "workload 'custom' needs at least 1.02 TB (K and V caches 1.02 TB, q and out 2.05 kB) of host memory"},
+      {step03, "--quiet --no-gpu --q-heads 2000000000 --kv-heads 1 --context 1", "", pa::exit_fault,
+       "workload 'custom' needs at least 1.02 TB (K and V caches 8.19 kB, q and out 1.02 TB) of host memory"},
       {step03, "--quiet --no-gpu --json /dev/full", "", pa::exit_fault, "cannot write /dev/full: writing failed"},
       {step03, pa::cat("--quiet --no-gpu --json ", (dir / "no-such-folder" / "x.json").string()), "", pa::exit_fault,
        "cannot write"},
