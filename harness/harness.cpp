@@ -366,9 +366,6 @@ StepReport run_step(int step, const Workload& w, const KernelOptions& options, c
   return report;
 }
 
-namespace {
-/// \p text as lines of at most \p width columns, broken at spaces (a word longer than a line
-/// keeps its own line): the first starts with \p first, the rest with \p rest.
 std::string wrapped(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
   std::string out, line = first;
   std::size_t words = 0;
@@ -385,6 +382,7 @@ std::string wrapped(const std::string& text, std::size_t width, const std::strin
   return out + line + '\n';
 }
 
+namespace {
 /// "05" and "warps_and_vectors" from "step05_warps_and_vectors": the step column says the number.
 std::string short_kernel_name(const std::string& kernel) {
   const std::size_t underscore = kernel.find('_');

@@ -152,6 +152,10 @@ void print_step_table(const std::vector<StepReport>& reports, std::ostream& out)
 /// \p dtype is bf16 or f16.
 std::string step_table_legend(bool gpu_columns, DType dtype);
 
+/// \p text as lines of at most \p width columns, broken at spaces (a word longer than a line
+/// keeps its own line): the first starts with \p first, the rest with \p rest; ends with '\n'.
+std::string wrapped(const std::string& text, std::size_t width, const std::string& first, const std::string& rest);
+
 /// True when print_step_table shows GPU columns for \p reports: some GPU run was not skipped.
 bool step_table_has_gpu(const std::vector<StepReport>& reports);
 

@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   try {
     const bool gpu_here = run_gpu && pa::cuda_built() && pa::gpu::available();
     const pa::Stamp stamp = pa::Stamp::collect(gpu_here);
-    std::cout << "pagedattn tour | " << stamp.line() << "\n\n";
+    std::cout << pa::wrapped("pagedattn tour | " + stamp.line(), 100, "", "  ") << '\n';
 
     const std::filesystem::path here = std::filesystem::absolute(argv[0]).parent_path();
     bool ok = print_cpu_steps(here, std::cout);
