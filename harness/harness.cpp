@@ -661,7 +661,9 @@ void require_knob_flag(const KernelEntry& entry, const std::string& flag) {
                      "a knob it does not have");
 }
 
-int parse_int(const std::string& flag, const std::string& text) {
+/// The integer \p text, at least \p least: anything else (not a number, below \p least, past
+/// 2^31-1) is an ArgumentError naming \p flag and the range.
+int parse_at_least(const std::string& flag, const std::string& text, int least) {
   std::size_t used = 0;
   bool overflow = false;
   long long value = 0;
@@ -673,16 +675,10 @@ int parse_int(const std::string& flag, const std::string& text) {
     used = 0;
   }
   if (!overflow && (text.empty() || used != text.size())) throw_argument("flags", flag, "an integer", cat('\'', text, '\''));
-  if (overflow || value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
-    throw_argument("flags", flag, "an integer from -2147483648 to 2147483647", cat('\'', text, '\''));
+  if (!overflow && value < least) throw_argument("flags", flag, cat("an integer >= ", least), std::to_string(value));
+  if (overflow || value > std::numeric_limits<int>::max())
+    throw_argument("flags", flag, cat("an integer from ", least, " to 2147483647"), cat('\'', text, '\''));
   return static_cast<int>(value);
-}
-
-/// parse_int of a value that must be at least \p least.
-int parse_at_least(const std::string& flag, const std::string& text, int least) {
-  const int value = parse_int(flag, text);
-  if (value < least) throw_argument("flags", flag, cat("an integer >= ", least), std::to_string(value));
-  return value;
 }
 
 /// A comma-separated list of integers, each at least \p least.
@@ -863,7 +859,8 @@ Flags parse_flags(int step, int argc, char** argv) {
     else if (flag == "--json") f.json_path = value();
     else if (flag == "--trace") {
       const std::vector<int> at = parse_list(flag, value(), 0);
-      if (at.size() < 2 || at.size() > 3) throw_argument("flags", flag, "SEQ,HEAD or SEQ,HEAD,Z", cat(at.size(), " numbers"));
+      if (at.size() < 2 || at.size() > 3)
+        throw_argument("flags", flag, "SEQ,HEAD or SEQ,HEAD,Z", cat(at.size(), at.size() == 1 ? " number" : " numbers"));
       f.trace = true;
       f.trace_at = emu::dim3(static_cast<unsigned>(at[0]), static_cast<unsigned>(at[1]),
                                 static_cast<unsigned>(at.size() == 3 ? at[2] : 0));

@@ -3,6 +3,7 @@
 // refused before any allocation, and a JSON file is written whole or not at all; the JSON records
 // the knobs that ran and null for what did not run. The tour fits 100 columns with one legend.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -45,10 +46,19 @@ std::filesystem::path built_program(const std::string& folder, const std::string
   return std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / folder / name;
 }
 
-/// What a program run in a shell printed (stdout and stderr) and its exit code.
+std::string read_all(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// What a program run in a shell printed, on stdout and on stderr apart (a sanitizer's notes go
+/// to stderr), and its exit code.
 struct Finished {
   int code = -1;
-  std::string output;
+  std::string output;  ///< stdout
+  std::string errors;  ///< stderr: where the programs say what went wrong
 };
 
 /// Runs \p program with \p args (words the shell splits; quote what needs it) after the
@@ -56,21 +66,20 @@ struct Finished {
 Finished run_program(const std::filesystem::path& program, const std::string& args, const std::string& env = "") {
   INFO("the program: " << program.string() << " (build every target)");
   REQUIRE(std::filesystem::exists(program));
-  FILE* pipe = popen(pa::cat(env, env.empty() ? "" : " ", '"', program.string(), "\" ", args, " 2>&1").c_str(), "r");
+  char errors_path[] = "/tmp/pagedattn-test-stderr-XXXXXX";
+  const int errors_file = mkstemp(errors_path);
+  REQUIRE(errors_file >= 0);
+  close(errors_file);
+  FILE* pipe = popen(pa::cat(env, env.empty() ? "" : " ", '"', program.string(), "\" ", args, " 2>", errors_path).c_str(), "r");
   REQUIRE(pipe != nullptr);
   Finished done;
   char buffer[4096];
   for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) done.output.append(buffer, n);
   const int status = pclose(pipe);
   done.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  done.errors = read_all(errors_path);
+  std::filesystem::remove(errors_path);
   return done;
-}
-
-std::string read_all(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
 }
 
 TEST_CASE("programs: 0 when every run matches, 2 for a bad flag or value", "[programs]") {
@@ -107,15 +116,15 @@ TEST_CASE("programs: every flag refuses a value that is not a number, negative o
   // What the program says: the flag, what it takes and what it got; a flag left without its value.
   const auto step03 = built_program("steps", "step03_naive_decode");
   const Finished overflow = run_program(step03, "--batch 3000000000 --no-gpu");
-  INFO(overflow.output);
+  INFO(overflow.errors);
   REQUIRE(overflow.code == pa::exit_bad_argument);
-  REQUIRE(overflow.output.find("flags: --batch: expected an integer from -2147483648 to 2147483647, got '3000000000'") !=
+  REQUIRE(overflow.errors.find("flags: --batch: expected an integer from 0 to 2147483647, got '3000000000'") !=
           std::string::npos);
   for (const char* flag : {"--json", "--workload", "--dtype", "--layout", "--context", "--trace"}) {
     const Finished missing = run_program(step03, pa::cat("--no-gpu ", flag));
-    INFO(missing.output);
+    INFO(missing.errors);
     REQUIRE(missing.code == pa::exit_bad_argument);
-    REQUIRE(missing.output.find(pa::cat("flags: ", flag, ": expected a value after it, got nothing")) != std::string::npos);
+    REQUIRE(missing.errors.find(pa::cat("flags: ", flag, ": expected a value after it, got nothing")) != std::string::npos);
   }
 }
 
@@ -167,9 +176,9 @@ TEST_CASE("programs: exit codes as CORRECTNESS.md lists them, from the programs 
   for (const Case& c : cases) {
     if (c.args.find("/dev/full") != std::string::npos && !std::filesystem::exists("/dev/full")) continue;
     const Finished done = run_program(c.program, c.args, c.env);
-    INFO(c.env << " " << c.program.filename().string() << " " << c.args << " printed:\n" << done.output);
+    INFO(c.env << " " << c.program.filename().string() << " " << c.args << " printed:\n" << done.output << done.errors);
     CHECK(done.code == c.code);
-    CHECK(done.output.find(c.says) != std::string::npos);
+    CHECK((done.output + done.errors).find(c.says) != std::string::npos);
   }
   REQUIRE_FALSE(std::filesystem::exists(dir / "no-such-folder"));
   // A summary is written whole: the file, and no partial one beside it.
@@ -361,7 +370,7 @@ TEST_CASE("programs: the tour fits 100 columns, with one legend and what to read
   // The tour is its own program, built next to the step programs (<build>/steps/pagedattn_tour).
   const Finished tour = run_program(built_program("steps", "pagedattn_tour"), "--no-gpu");
   const std::string& text = tour.output;
-  INFO(text);
+  INFO(text << tour.errors);
   REQUIRE(tour.code == 0);
   REQUIRE(widest_line(text) <= 100);
   REQUIRE(count(text, "\nlegend\n") == 1);
