@@ -5,7 +5,7 @@
 ///
 /// A failure reads `FAIL 3/73728: |d|=2.1e-02 at (seq 6, head 31, dim 17) ref 0.41 got 0.431`:
 /// mismatches / elements compared, then the first mismatch in memory order (|d| is that
-/// element's; ref and got print with `%.7g`, so a NaN reads `nan`).
+/// element's; ref and got print with `%.7g`, and a NaN reads `nan` whatever its sign bit).
 /// NaN and Inf in the output fail unless the reference has the same value there (a NaN in a
 /// valid K/V must reach exactly that sequence's rows).
 
