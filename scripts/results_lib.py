@@ -7,6 +7,7 @@ The files are Google Benchmark JSON (`--benchmark_format=json`) written by `benc
 (harness/bench.h). Benchmark names have the form
 
     step03_naive_decode/gpu/gqa-batch[/iterations:1/manual_time]    median GPU time, GB/s, ...
+    step03_naive_decode/gpu/gqa-batch/checked[/...]                 the same in checked mode
     step03_naive_decode/traffic/gqa-batch[/iterations:1]            predicted_bytes (emulator)
     step03_naive_decode/emulator/tour                                emulator CPU time
 
@@ -139,6 +140,16 @@ def parse_variant_name(name: str) -> Optional[VariantKey]:
     return int(kernel_match.group(1)), parts[2], int(variant_match.group(1))
 
 
+def parse_checked_name(name: str) -> Optional[Tuple[int, str]]:
+    """`stepNN_x/gpu/<workload>/checked[/iterations:1/manual_time]` -> (NN, workload): the step timed
+    on a named workload with checked mode on (DecodeView::checked), for the mode's cost."""
+    parts = [p for p in name.split("/") if p and ":" not in p and p not in ("manual_time", "real_time", "process_time")]
+    if len(parts) != 4 or parts[1] != "gpu" or parts[3] != "checked":
+        return None
+    match = _KERNEL_RE.match(parts[0])
+    return (int(match.group(1)), parts[2]) if match else None
+
+
 def variant_label(label: str) -> str:
     """What a variant leaves out, from its benchmark label (the plan's description ends with
     `; variant V: <what it leaves out>`)."""
@@ -186,6 +197,7 @@ class Run:
     bare: Dict[Tuple[str, str], Result] = field(default_factory=dict)  # (workload, pattern)
     variants: Dict[VariantKey, Result] = field(default_factory=dict)  # (step, workload, variant)
     variant_labels: Dict[Tuple[int, int], str] = field(default_factory=dict)  # (step, variant) -> what it leaves out
+    checked: Dict[Tuple[int, str], Result] = field(default_factory=dict)  # (step, workload): checked mode on
 
     @classmethod
     def from_json(cls, data: dict, path: Path) -> "Run":
@@ -195,6 +207,7 @@ class Run:
         bare_grouped: Dict[Tuple[str, str], List[dict]] = {}
         variant_grouped: Dict[VariantKey, List[dict]] = {}
         labels: Dict[Tuple[int, int], str] = {}
+        checked_grouped: Dict[Tuple[int, str], List[dict]] = {}
         for bench in data["benchmarks"]:
             if not isinstance(bench, dict):
                 continue
@@ -216,12 +229,17 @@ class Run:
                 variant_grouped.setdefault(variant, []).append(bench)
                 if variant_label(str(bench.get("label", ""))):
                     labels[(variant[0], variant[2])] = variant_label(str(bench.get("label", "")))
+            checked = parse_checked_name(str(name))
+            if checked:
+                checked_grouped.setdefault(checked, []).append(bench)
         results = {key: _result_of(key, entries) for key, entries in grouped.items()}
         bare_results = {key: _result_of((0, BARE_READ, "gpu", key[0]), entries) for key, entries in bare_grouped.items()}
         variant_results = {key: _result_of((key[0], f"variant-{key[2]}", "gpu", key[1]), entries)
                            for key, entries in variant_grouped.items()}
+        checked_results = {key: _result_of((key[0], "checked", "gpu", key[1]), entries)
+                           for key, entries in checked_grouped.items()}
         return cls(path=Path(path), context=dict(data["context"]), results=results, bare=bare_results,
-                   variants=variant_results, variant_labels=labels)
+                   variants=variant_results, variant_labels=labels, checked=checked_results)
 
     # -- context ---------------------------------------------------------------------------------
     def ctx(self, key: str, default: str = "") -> str:
@@ -1030,6 +1048,56 @@ def sweeps_region(ladder: Ladder) -> str:
     return "\n".join(lines)
 
 
+CHECKED_BEGIN = "<!-- checked:begin -->"
+CHECKED_END = "<!-- checked:end -->"
+
+
+def fmt_signed_us(seconds: float) -> str:
+    """A difference in microseconds with its sign, as fmt_us writes the size (+18.7, -3.20, +312)."""
+    return ("-" if seconds < 0 else "+") + fmt_us(abs(seconds))
+
+
+def checked_cost_table(ladder: Ladder) -> Optional[str]:
+    """Rows = the rungs with `/checked` rows, columns = the named workloads, cells = the median
+    time with checked mode off -> on (µs), then the difference (µs, % of the time off); None when
+    the GPU run has no `/checked` rows."""
+    run = ladder.gpu
+    if run is None or not run.checked:
+        return None
+    steps = [step for step in ladder.steps() if any(key[0] == step for key in run.checked)]
+    workloads = [w for w in ladder.named_workloads() if any((step, w) in run.checked for step in steps)]
+
+    def cost(step: int, workload: str, on: Result) -> str:
+        off = ladder.gpu_result(step, workload)
+        if off is None or not off.ok or not off.seconds or on.seconds is None:
+            return DASH
+        difference = on.seconds - off.seconds
+        return (f"{fmt_us(off.seconds)} → {fmt_us(on.seconds)} "
+                f"({fmt_signed_us(difference)}, {100.0 * difference / off.seconds:+.1f}%)")
+
+    rows = [[f"{step:02d}", _code(ladder.kernel_name(step))] +
+            [_result_cell(run.checked.get((step, w)), lambda on, s=step, w=w: cost(s, w, on)) for w in workloads]
+            for step in steps]
+    header = ["#", "step"] + [_code(w) for w in workloads]
+    return markdown_table(header, rows, ["---", "---"] + ["--:"] * len(workloads))
+
+
+def checked_region(ladder: Ladder) -> str:
+    """The text between `<!-- checked:begin -->` and `<!-- checked:end -->`: what checked mode
+    (DecodeView::checked) costs each rung on each named workload, from the GPU run's `/checked`
+    rows against its plain ones (harness/bench.h)."""
+    if ladder.gpu is None:
+        return NO_GPU_RESULTS
+    table = checked_cost_table(ladder)
+    if table is None:
+        return (f"No `/checked` rows in {_code(ladder.source_path(ladder.gpu))}: the next `scripts/gpu-bench` run "
+                "records them.")
+    legend = ("Each cell: the median time of one launch with checked mode off → on, in µs, and the difference (µs, "
+              "% of the time off). Off: the `stepNN_name/gpu/<workload>` row, the kernel alone; on: its `/checked` "
+              "row, the same launches with `DecodeView::checked` on. " + _method_line(ladder))
+    return "\n".join([f"**{ladder.stamp_line()}**", "", table, "", legend, _source_line(ladder), ""])
+
+
 def is_ladder_step(step_dir: Path) -> bool:
     """A step whose benchmark is the shared ladder one (bench.cpp is PA_STEP_BENCHMARK_MAIN)."""
     bench = Path(step_dir) / "bench.cpp"
@@ -1102,12 +1170,16 @@ def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
         new = replace_regions(new, fragments_region(ladder.root), FRAGMENTS_BEGIN, FRAGMENTS_END)
     if EXERCISES_BEGIN in text:
         new = replace_regions(new, exercises_region(ladder.root), EXERCISES_BEGIN, EXERCISES_END)
+    if CHECKED_BEGIN in text:
+        new = replace_regions(new, checked_region(ladder), CHECKED_BEGIN, CHECKED_END)
     return new
 
 
 def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
     """(file, its new text) for README.md, every steps/NN_name/README.md and every
-    docs/pages/*.md with markers (the pages take the regions that are not a step's)."""
+    docs/pages/*.md with markers (the pages take the regions that are not a step's), and every
+    docs/design/*.md with checked markers: the design pages take that region only, since their
+    text names the other markers."""
     out = []
     readme = ladder.root / "README.md"
     if readme.is_file():
@@ -1128,4 +1200,8 @@ def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
         new = _page_regions(ladder, text)
         if new is not text:
             out.append((page, new))
+    for page in sorted((ladder.root / "docs" / "design").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        if CHECKED_BEGIN in text:
+            out.append((page, replace_regions(text, checked_region(ladder), CHECKED_BEGIN, CHECKED_END)))
     return out

@@ -703,6 +703,89 @@ class FragmentsRegionTest(unittest.TestCase):
         self.assertIn("`docs/results/mma-fragments.md` is missing", self.tree.text("steps/03_naive_decode/README.md"))
 
 
+def checked_bench(step, workload, ms, refused=False):
+    name = f"{KERNELS[step]}/gpu/{workload}/checked/iterations:1/manual_time"
+    bench = {"name": name, "run_name": name, "run_type": "iteration", "iterations": 1, "real_time": ms,
+             "cpu_time": 0.01, "time_unit": "ms", "GB/s": 100.0, "runs": 20}
+    if refused:
+        bench.update(error_occurred=True, error_message="refused: context 32768 needs 128 KiB of shared memory")
+    return bench
+
+
+def checked_of(text):
+    start = text.index(rl.CHECKED_BEGIN) + len(rl.CHECKED_BEGIN)
+    return text[start:text.index(rl.CHECKED_END)]
+
+
+CORRECTNESS_PAGE = "# Correctness\n\nBefore.\n\n<!-- checked:begin -->\nold\n<!-- checked:end -->\n\nAfter.\n"
+# A design page that names the other markers in its text: they are not regions there.
+BENCHMARKS_PAGE = "# Benchmarks\n\nThe sweeps go between `<!-- sweeps:begin -->` and `<!-- sweeps:end -->`.\n"
+
+
+class CheckedCostTest(unittest.TestCase):
+    """What checked mode costs (`stepNN_x/gpu/<workload>/checked` against `stepNN_x/gpu/<workload>`):
+    one table between the checked markers, on a design page too."""
+
+    def setUp(self):
+        self.tree = Tree()
+        data = gpu_run()  # off: step 02 8.0 and 4.0 ms, 03 2.0 and 1.0, 04 0.5 and refused
+        data["benchmarks"] += [checked_bench(2, "gqa-batch", 8.8), checked_bench(3, "gqa-batch", 2.5),
+                               checked_bench(3, "long-single", 0.99), checked_bench(4, "gqa-batch", 0.52),
+                               checked_bench(4, "long-single", 0.0, refused=True)]
+        self.path = self.tree.write("h200.json", data)
+        self.ladder = rl.load(self.tree.root)
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_checked_rows_are_kept_apart_from_the_steps_own(self):
+        name = "step03_naive_decode/gpu/gqa-batch/checked/iterations:1/manual_time"
+        self.assertEqual(rl.parse_checked_name(name), (3, "gqa-batch"))
+        self.assertIsNone(rl.parse_name(name))
+        self.assertIsNone(rl.parse_variant_name(name))
+        self.assertIsNone(rl.parse_checked_name("step03_naive_decode/gpu/gqa-batch/iterations:1/manual_time"))
+        self.assertAlmostEqual(self.ladder.gpu_result(3, "gqa-batch").seconds, 2.0e-3)
+        self.assertAlmostEqual(self.ladder.gpu.checked[(3, "gqa-batch")].seconds, 2.5e-3)
+        self.assertTrue(self.ladder.gpu.checked[(4, "long-single")].refused)
+
+    def test_table_off_on_and_the_difference(self):
+        rows = table_rows(rl.checked_cost_table(self.ladder))
+        self.assertEqual(rows[0], ["#", "step", "`gqa-batch`", "`long-single`"])
+        self.assertEqual(rows[1], ["02", "`step02_pretend_programs`", "8000 → 8800 (+800, +10.0%)", rl.DASH])
+        self.assertEqual(rows[2], ["03", "`step03_naive_decode`", "2000 → 2500 (+500, +25.0%)",
+                                   "1000 → 990 (-10.0, -1.0%)"])
+        self.assertEqual(rows[3], ["04", "`step04_block_threads`", "500 → 520 (+20.0, +4.0%)", "refused"])
+
+    def test_region(self):
+        text = rl.checked_region(self.ladder)
+        self.assertTrue(text.startswith("**NVIDIA H200 · roof 4570 GB/s (measured)"))
+        self.assertIn("Each cell: the median time of one launch with checked mode off → on, in µs", text)
+        self.assertIn("median of 20 runs", text)
+        self.assertIn("From `docs/results/h200.json`", text)
+
+    def test_without_checked_rows_or_a_gpu_run_the_region_says_so(self):
+        ladder = rl.load(self.tree.root, gpu_path=self.tree.write("plain.json", gpu_run()))
+        self.assertIsNone(rl.checked_cost_table(ladder))
+        self.assertIn("No `/checked` rows in `docs/results/plain.json`", rl.checked_region(ladder))
+        self.path.unlink()
+        (self.tree.results / "plain.json").unlink()
+        self.assertEqual(rl.checked_region(rl.load(self.tree.root)), rl.NO_GPU_RESULTS)
+
+    def test_script_fills_the_design_page_and_leaves_markers_named_in_text(self):
+        design = self.tree.root / "docs" / "design"
+        design.mkdir(parents=True)
+        (design / "CORRECTNESS.md").write_text(CORRECTNESS_PAGE, encoding="utf-8")
+        (design / "BENCHMARKS.md").write_text(BENCHMARKS_PAGE, encoding="utf-8")
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        page = self.tree.text("docs/design/CORRECTNESS.md")
+        self.assertIn("| 03 | `step03_naive_decode` | 2000 → 2500 (+500, +25.0%) |", checked_of(page))
+        self.assertTrue(page.startswith("# Correctness\n\nBefore.\n\n<!-- checked:begin -->\n**NVIDIA H200"))
+        self.assertTrue(page.endswith("<!-- checked:end -->\n\nAfter.\n"))
+        self.assertEqual(self.tree.text("docs/design/BENCHMARKS.md"), BENCHMARKS_PAGE)
+        check = self.tree.run_script("--check")
+        self.assertEqual(check.returncode, 0, check.stderr)
+
+
 class ExercisesRegionTest(unittest.TestCase):
     """The exercises' reports: docs/results/exercise-reports.md pasted into a page of docs/pages/."""
 
