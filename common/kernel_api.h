@@ -71,7 +71,7 @@ struct LaunchPlan {
   unsigned grid[3] = {1, 1, 1};  ///< programs of the main kernel
   int threads = 1;               ///< threads of one program
   std::size_t shared_bytes = 0;  ///< dynamic shared memory of one program
-  std::size_t workspace_bytes = 0;
+  std::size_t workspace_bytes = 0;  ///< scratch a launch needs; a CUDA entry's holds the checked mode's too
   int splits = 1;                ///< programs one (sequence, head) is split across
   int resident_per_sm = 0;       ///< programs one SM holds at once (0: not asked)
   std::string description;       ///< one line: grid, threads, shared memory, and what the step adds
@@ -99,8 +99,12 @@ struct DecodeView {
   /// instead of reaching the kernel. On by default (the step programs, the tests); the
   /// benchmarks turn it off to time the kernel alone and time it on in their `/checked` rows.
   /// Off, those values are the caller's promise: the kernels trust them. On the emulator the
-  /// check reads the host tensors; on the GPU it is a small kernel (gpu::find_table_fault),
-  /// which makes the launch wait for the stream's earlier work.
+  /// check reads the host tensors and the launch throws. On the GPU nothing waits: two small
+  /// kernels on the launch's stream check the tables (gpu::check_tables_async) and the decode
+  /// kernel reads a checked copy of the lengths, 0 for a faulty sequence, so it computes a row
+  /// of zeros there and reads none of its pages; the error is raised at the host's next wait
+  /// (gpu::synchronize, a download, Event::elapsed_ms) or at the next checked launch
+  /// (gpu::raise_table_fault), with the emulator's message.
   bool checked = true;
 };
 
@@ -111,7 +115,8 @@ void validate_view(const DecodeView& view, std::size_t workspace_needed, std::st
 /// The preamble of every launch: \p view must be the problem \p plan was made for, with valid
 /// pointers and the plan's workspace (validate_view); in checked mode (view.checked) its
 /// lengths and tables are checked too (validate_tables), read from host memory: the CUDA
-/// entries that kernel() hands out check on the device and call the kernel with checked off.
+/// entries that kernel() hands out check on the device (gpu::check_tables_async) and call the
+/// kernel with checked off.
 /// Returns false for an empty batch, which launches nothing.
 bool begin_launch(const DecodeView& view, const LaunchPlan& plan, std::string_view function);
 
@@ -126,8 +131,8 @@ struct KernelEntry {
   /// and what is supported) and works out the launch once.
   LaunchPlan (*plan)(const DecodeProblem&, const KernelOptions&, const DeviceLimits&) = nullptr;
   /// Runs the planned decode step on \p view (whose problem must be the plan's). For CUDA,
-  /// \p stream is a cudaStream_t and the call is asynchronous, except that checked mode
-  /// (DecodeView::checked) waits for the check kernel's answer before launching.
+  /// \p stream is a cudaStream_t and the call is asynchronous, checked mode included
+  /// (DecodeView::checked: a bad length or table entry is raised by a later wait).
   void (*launch)(const DecodeView&, const LaunchPlan&, void* stream) = nullptr;
   /// The grid's first axis is the head and its second the sequence (step 09, so that the
   /// programs sharing a KV head are launched together); else the sequence comes first. Tools

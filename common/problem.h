@@ -91,7 +91,7 @@ void validate_tables(const DecodeProblem& problem, std::span<const std::int32_t>
 
 /// The first value validate_tables refuses, in the order it checks them: sequence by sequence,
 /// the context length before the row's entries, and the total last. The checked mode finds it
-/// on the host (find_table_fault) or with a kernel on the GPU (gpu::find_table_fault), and both
+/// on the host (find_table_fault) or with kernels on the GPU (gpu::check_tables_async), and both
 /// report it with throw_table_fault, so the two backends give the same message.
 struct TableFault {
   enum class Kind : std::uint8_t {

@@ -62,8 +62,8 @@ RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const Ker
 
 /// Median device time of \p runs launches of \p plan on an uploaded workload (L2 flushed before
 /// each; two warm-up launches first). Used by run_gpu and the benchmarks. With \p checked, each
-/// launch runs in checked mode (DecodeView::checked): the time then includes the check kernel
-/// and the wait for its answer, which is what the mode costs.
+/// launch runs in checked mode (DecodeView::checked): the time then includes its two check
+/// kernels, which is what the mode costs.
 double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs,
                          bool checked = false);
 

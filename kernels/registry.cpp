@@ -1,6 +1,7 @@
 #include "kernels/registry.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "common/cuda/runtime.h"
 #include "common/error.h"
@@ -24,25 +25,55 @@ namespace pa {
 namespace {
 
 #if PAGEDATTN_HAVE_CUDA
-/// The launch of the CUDA entry that \p Make returns, behind the checked mode: a view's
-/// pointers are device memory there, so begin_launch cannot read its tables; the check runs
-/// on the device (gpu::find_table_fault, on the launch's stream) and the kernel is called with
-/// checked off.
+// The CUDA entries behind the checked mode. A view's pointers are device memory there, so
+// begin_launch cannot read its tables: the check runs on the device, on the launch's stream
+// (gpu::check_tables_async), and the kernel is called with checked off, reading the checked
+// copy of the lengths the check writes. Its scratch is the front of the workspace, so two
+// streams with workspaces of their own never share it; the kernel's workspace follows.
+
+/// The CUDA entry that \p Make returns, as the step's file makes it.
+template <KernelEntry (*Make)()>
+const KernelEntry& inner_entry() {
+  static const KernelEntry inner = Make();
+  return inner;
+}
+
+/// The kernel's plan, its workspace grown by the checked mode's scratch (gpu::table_check_bytes).
+template <KernelEntry (*Make)()>
+LaunchPlan plan_with_check_scratch(const DecodeProblem& problem, const KernelOptions& options,
+                                   const DeviceLimits& device) {
+  LaunchPlan plan = inner_entry<Make>().plan(problem, options, device);
+  plan.workspace_bytes += gpu::table_check_bytes(problem.num_seqs);
+  return plan;
+}
+
+/// The launch behind the checked mode. Nothing here waits: a fault the check finds is raised
+/// by the host's next wait (gpu::raise_table_fault), or by the next checked launch, which
+/// raises one an earlier launch left before it starts.
 template <KernelEntry (*Make)()>
 void launch_checked_on_device(const DecodeView& view, const LaunchPlan& plan, void* stream) {
-  static const KernelEntry inner = Make();
+  const KernelEntry& inner = inner_entry<Make>();
+  if (view.checked) gpu::raise_table_fault();
   DecodeView unchecked = view;
   unchecked.checked = false;
   // begin_launch first: the check kernel dereferences the pointers it vets.
-  if (view.checked && begin_launch(unchecked, plan, inner.name))
-    throw_table_fault(view.problem, gpu::find_table_fault(view, stream), inner.name);
-  inner.launch(unchecked, plan, stream);
+  if (!begin_launch(unchecked, plan, inner.name)) return;
+  const std::size_t scratch = gpu::table_check_bytes(view.problem.num_seqs);
+  PA_REQUIRE(plan.workspace_bytes >= scratch, inner.name, "plan.workspace_bytes",
+             cat(">= ", scratch, " (the checked mode's scratch: a plan made by this entry)"), plan.workspace_bytes);
+  if (view.checked) unchecked.context_lens = gpu::check_tables_async(view, view.workspace, inner.name, stream);
+  unchecked.workspace = static_cast<std::byte*>(view.workspace) + scratch;
+  unchecked.workspace_bytes = view.workspace_bytes - scratch;
+  LaunchPlan kernel_plan = plan;
+  kernel_plan.workspace_bytes -= scratch;
+  inner.launch(unchecked, kernel_plan, stream);
 }
 
-/// The CUDA entry that \p Make returns, its launch behind the checked mode.
+/// The CUDA entry that \p Make returns, its plan and launch behind the checked mode.
 template <KernelEntry (*Make)()>
 KernelEntry checked_on_device() {
   KernelEntry entry = Make();
+  entry.plan = &plan_with_check_scratch<Make>;
   entry.launch = &launch_checked_on_device<Make>;
   return entry;
 }

@@ -2,9 +2,12 @@
 // on the adversarial set, contexts up to 128k, and pools over 2^31 and 2^32 elements. Labelled
 // gpu; skipped, with the reason, where there is no device.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "tests/step_checks.h"
+#include "tests/test_util.h"
 
 using pa::Backend;
 using pa::DType;
@@ -49,6 +52,146 @@ void check_long_context(int step) {
   require_oracle_match(Backend::cuda, step, pa::make_workload(spec));
 }
 
+/// One checked launch on the GPU of \p bad, \p good with bad lengths, table entries or total:
+/// the launch returns without an error, the wait after it raises \p expected, which must also be
+/// validate_tables's message on the host (the emulator's launch throws it), and a second wait
+/// raises nothing: the record is cleared. The launch computed what it could: each sequence of
+/// \p faulty is a row of exact zeros (read as length 0: none of its pages is read), every other
+/// one matches the oracle of \p good. The next checked call, \p good, runs clean.
+void check_raised_at_the_wait(int step, const pa::Workload& good, const pa::Workload& bad, const std::string& expected,
+                              const std::vector<int>& faulty) {
+  const pa::KernelEntry& entry = pa::kernel(step, Backend::cuda);
+  INFO("step " << step << " on the GPU, expecting \"" << expected << "\"");
+  REQUIRE(error_message([&] { pa::validate_tables(bad.problem, bad.block_tables, bad.context_lens, entry.name); }) ==
+          expected);
+  const pa::LaunchPlan plan = entry.plan(bad.problem, {}, pa::gpu::device_info().limits);
+  pa::DeviceWorkload device(bad);
+  const pa::DecodeView view = device.view(plan.workspace_bytes);
+  device.poison();
+  REQUIRE(error_message([&] { entry.launch(view, plan, nullptr); }) == "");
+  REQUIRE(error_message([] { pa::gpu::synchronize("the faulty launch"); }) == expected);
+  REQUIRE(error_message([] { pa::gpu::synchronize("the faulty launch, again"); }) == "");
+  const std::vector<std::byte> out = device.download_out();
+  const auto is_faulty = [&](int seq) { return std::find(faulty.begin(), faulty.end(), seq) != faulty.end(); };
+  const std::string nonzero =
+      first_bad_element(bad, out, [&](int seq, int, int, float value) { return is_faulty(seq) && !(value == 0.0f); });
+  INFO("a faulty sequence's element " << nonzero);
+  REQUIRE(nonzero.empty());
+  std::vector<int> computed;
+  for (int seq = 0; seq < bad.problem.num_seqs; ++seq)
+    if (!is_faulty(seq)) computed.push_back(seq);
+  if (!computed.empty()) {
+    const pa::CompareResult result =
+        pa::check_against_oracle(good, pa::oracle_rows(good, computed), out, entry.weights_in_storage_type);
+    INFO("the sequences without a fault against the oracle: " << result.summary());
+    REQUIRE(result.ok);
+  }
+  require_oracle_match(Backend::cuda, step, good);
+}
+
+/// The debug workload of check_bad_tables_refused: lengths 37, 20 and 16 in pages of 16, rows
+/// of 4 entries, in a storage type \p step runs.
+pa::Workload three_sequences(int step) {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.context_lens = {37, 20, 16};
+  return pa::make_workload(spec);
+}
+
+/// Checked mode on the GPU (DecodeView::checked): every fault validate_tables names, raised at
+/// the wait after the launch with its exact message; with several faults in one call, the first
+/// in validate_tables's order (by sequence, the length before the row's entries, then by entry),
+/// also among 700 sequences, more than a program of the report kernel has threads.
+void check_faults_raised_at_the_wait(int step) {
+  const pa::Workload good = three_sequences(step);
+  const pa::DecodeProblem& p = good.problem;
+  REQUIRE(p.max_blocks_per_seq == 4);
+  const std::string name = pa::kernel(step, Backend::cuda).name;
+  const std::string pool = std::to_string(p.num_blocks);
+  const auto at = [&](int seq, int entry) { return static_cast<std::size_t>(seq * p.max_blocks_per_seq + entry); };
+  const std::string length_1 =
+      ": context_lens[1]: expected the length of sequence 1 in [0, max_context_len = 37] (a block-table row holds "
+      "4 pages of 16 = 64 tokens), got ";
+  const std::string entry_0_2 = ": block_tables[0][2]: expected a page in [0, num_blocks = " + pool +
+                                ") (entry 2 of sequence 0 holds its tokens 32..36 of context_lens[0] = 37), got -1";
+  {
+    pa::Workload bad = good;
+    bad.context_lens[1] = -3;
+    check_raised_at_the_wait(step, good, bad, name + length_1 + "-3", {1});
+  }
+  {
+    pa::Workload bad = good;
+    bad.block_tables[at(0, 2)] = -1;
+    check_raised_at_the_wait(step, good, bad, name + entry_0_2, {0});
+  }
+  {
+    pa::Workload bad = good;
+    bad.block_tables[at(1, 1)] = static_cast<std::int32_t>(p.num_blocks);
+    check_raised_at_the_wait(step, good, bad,
+                             name + ": block_tables[1][1]: expected a page in [0, num_blocks = " + pool +
+                                 ") (entry 1 of sequence 1 holds its tokens 16..19 of context_lens[1] = 20), got " + pool,
+                             {1});
+  }
+  {
+    pa::Workload bad = good;  // every table valid: every sequence computed, the hint raised
+    bad.problem.total_context_len += 1;
+    check_raised_at_the_wait(step, good, bad,
+                             name + ": total_context_len: expected 0 (unknown) or the sum of context_lens = 73, got 74",
+                             {});
+  }
+  {
+    pa::Workload bad = good;  // an entry of sequence 0 before a length of sequence 2
+    bad.block_tables[at(0, 2)] = -1;
+    bad.context_lens[2] = -5;
+    check_raised_at_the_wait(step, good, bad, name + entry_0_2, {0, 2});
+  }
+  {
+    pa::Workload bad = good;  // a sequence's length before its own entries, and before a later row's
+    bad.context_lens[1] = 38;
+    bad.block_tables[at(1, 0)] = -1;
+    bad.block_tables[at(2, 0)] = -2;
+    check_raised_at_the_wait(step, good, bad, name + length_1 + "38", {1, 2});
+  }
+  {
+    pa::Workload bad = good;  // entry 0 before entry 1 of the same row (two threads of its program)
+    bad.block_tables[at(1, 1)] = -7;
+    bad.block_tables[at(1, 0)] = static_cast<std::int32_t>(p.num_blocks) + 5;
+    bad.context_lens[2] = 99;
+    check_raised_at_the_wait(step, good, bad,
+                             name + ": block_tables[1][0]: expected a page in [0, num_blocks = " + pool +
+                                 ") (entry 0 of sequence 1 holds its tokens 0..15 of context_lens[1] = 20), got " +
+                                 std::to_string(p.num_blocks + 5),
+                             {1, 2});
+  }
+  pa::WorkloadSpec spec = pa::debug_spec();
+  if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.name = "700-sequences";
+  spec.context_lens.resize(700);
+  for (std::size_t seq = 0; seq < spec.context_lens.size(); ++seq) spec.context_lens[seq] = 1 + static_cast<int>(seq % 40);
+  const pa::Workload wide = pa::make_workload(spec);
+  const std::size_t row = static_cast<std::size_t>(wide.problem.max_blocks_per_seq);
+  {
+    pa::Workload bad = wide;  // sequences 557, 513 and 300: threads 45, 1 and 44 of the report kernel
+    bad.context_lens[557] = -1;
+    bad.block_tables[513 * row] = -1;
+    bad.block_tables[300 * row] = -4;
+    check_raised_at_the_wait(step, wide, bad,
+                             name + ": block_tables[300][0]: expected a page in [0, num_blocks = " +
+                                 std::to_string(wide.problem.num_blocks) +
+                                 ") (entry 0 of sequence 300 holds its tokens 0..15 of context_lens[300] = 21), got -4",
+                             {300, 513, 557});
+  }
+  {
+    pa::Workload bad = wide;  // the lengths' sum, added across the report kernel's threads
+    bad.problem.total_context_len -= 1;
+    const std::int64_t sum = wide.problem.total_context_len;
+    check_raised_at_the_wait(step, wide, bad,
+                             pa::cat(name, ": total_context_len: expected 0 (unknown) or the sum of context_lens = ", sum,
+                                     ", got ", sum - 1),
+                             {});
+  }
+}
+
 }  // namespace
 
 #define PA_GPU_STEP_TESTS(step, tag)                                                                 \
@@ -79,10 +222,12 @@ void check_long_context(int step) {
     check_length_cap(Backend::cuda, step);                                                           \
     check_split_boundaries(Backend::cuda, step);                                                     \
   }                                                                                                  \
-  TEST_CASE("gpu step" tag ": checked mode refuses bad lengths and table entries on the device",     \
+  TEST_CASE("gpu step" tag ": checked mode on the device raises bad lengths and table entries at the " \
+            "next wait, the other sequences computed",                                               \
             "[gpu][step" tag "][checked]") {                                                         \
     if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);                         \
     check_bad_tables_refused(Backend::cuda, step);                                                   \
+    check_faults_raised_at_the_wait(step);                                                           \
   }                                                                                                  \
   TEST_CASE("gpu step" tag ": pools over 2^31 and 2^32 elements (18 GB of device memory)",           \
             "[gpu][step" tag "][huge]") {                                                            \
@@ -94,6 +239,67 @@ void check_long_context(int step) {
 #define PA_KERNEL_STEP(number) PA_GPU_STEP_TESTS((1##number - 100), #number)
 #include "kernel_list.inc"
 #undef PA_KERNEL_STEP
+
+TEST_CASE("gpu: a table fault is raised once, by the first wait or checked launch after it, and one found "
+          "meanwhile is dropped",
+          "[gpu][checked]") {
+  // gpu::raise_table_fault: after synchronize, a download, Event::elapsed_ms, and at the start
+  // of a checked launch; the record holds one fault until it is raised.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  const pa::Workload good = three_sequences(6);
+  pa::Workload bad_length = good, bad_entry = good;
+  bad_length.context_lens[1] = -3;
+  bad_entry.block_tables[2] = -1;  // block_tables[0][2]
+  const pa::KernelEntry& entry = pa::kernel(6, Backend::cuda);
+  const std::string length_message =
+      "step06_online_softmax: context_lens[1]: expected the length of sequence 1 in [0, max_context_len = 37] (a "
+      "block-table row holds 4 pages of 16 = 64 tokens), got -3";
+  const pa::LaunchPlan plan = entry.plan(good.problem, {}, pa::gpu::device_info().limits);
+  pa::DeviceWorkload good_device(good), length_device(bad_length), entry_device(bad_entry);
+  const pa::DecodeView good_view = good_device.view(plan.workspace_bytes);
+  const pa::DecodeView length_view = length_device.view(plan.workspace_bytes);
+  const pa::DecodeView entry_view = entry_device.view(plan.workspace_bytes);
+  SECTION("two faulty launches before a wait: the first's fault is raised, the second's dropped") {
+    // About 6 ms of reads ahead of them on the stream (200 L2 flushes of 2 x 60 MiB), so both are
+    // launched before either check runs: the second launch finds nothing to raise at its start.
+    for (int i = 0; i < 200; ++i) pa::gpu::flush_l2();
+    REQUIRE(error_message([&] { entry.launch(length_view, plan, nullptr); }) == "");
+    REQUIRE(error_message([&] { entry.launch(entry_view, plan, nullptr); }) == "");
+    REQUIRE(error_message([] { pa::gpu::synchronize("two faulty launches"); }) == length_message);
+    REQUIRE(error_message([] { pa::gpu::synchronize("two faulty launches, again"); }) == "");
+  }
+  SECTION("a download raises it, after copying") {
+    entry.launch(length_view, plan, nullptr);
+    REQUIRE(error_message([&] { length_device.download_out(); }) == length_message);
+    REQUIRE(error_message([&] { length_device.download_out(); }) == "");
+  }
+  SECTION("Event::elapsed_ms raises it") {
+    pa::gpu::Event start, stop;
+    start.record();
+    entry.launch(length_view, plan, nullptr);
+    stop.record();
+    REQUIRE(error_message([&] { pa::gpu::Event::elapsed_ms(start, stop); }) == length_message);
+    REQUIRE(error_message([&] { pa::gpu::Event::elapsed_ms(start, stop); }) == "");
+  }
+  SECTION("the next checked launch raises it before launching; an unchecked one does not") {
+    entry.launch(length_view, plan, nullptr);
+    pa::DecodeView unchecked = good_view;
+    unchecked.checked = false;
+    // The check kernels' fault reaches the record when they finish: the good launches before
+    // that are clean, and the first after it raises (10 s is ample: they take microseconds).
+    std::string message;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (message.empty() && std::chrono::steady_clock::now() < deadline) {
+      REQUIRE(error_message([&] { entry.launch(unchecked, plan, nullptr); }) == "");
+      message = error_message([&] { entry.launch(good_view, plan, nullptr); });
+      if (message.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    REQUIRE(message == length_message);
+    REQUIRE(error_message([] { pa::gpu::synchronize("the good launches"); }) == "");
+  }
+  // Whatever ran above, the next call is clean and right.
+  require_oracle_match(Backend::cuda, 6, good);
+}
 
 TEST_CASE("gpu: contexts up to 128k for the steps without a length cap (06 on)", "[gpu]") {
   if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
@@ -174,9 +380,8 @@ TEST_CASE("gpu: once uploaded, the block tables are the device's own: reusing th
   const pa::LaunchPlan plan = entry.plan(w.problem, {}, pa::gpu::device_info().limits);
   pa::DeviceWorkload device(w);
   device.poison();
-  pa::DecodeView view = device.view(plan.workspace_bytes);
-  view.checked = false;  // checked mode waits for its check kernel; unchecked, the launch is asynchronous
-  entry.launch(view, plan, nullptr);
+  const pa::DecodeView view = device.view(plan.workspace_bytes);
+  entry.launch(view, plan, nullptr);  // asynchronous, checked mode included: its check runs on the device
   std::fill(w.block_tables.begin(), w.block_tables.end(), 0);
   std::fill(w.context_lens.begin(), w.context_lens.end(), 1);
   pa::gpu::synchronize("the launch");

@@ -2,8 +2,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -174,6 +176,7 @@ void Buffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
 void Buffer::download(void* host, std::size_t bytes) const {
   if (bytes > bytes_) throw CudaError(cat("download of ", bytes, " bytes from ", what_, " of ", bytes_, " bytes"));
   if (bytes) check(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost), cat("download from ", what_));
+  raise_table_fault();
 }
 void Buffer::fill(unsigned char byte) {
   if (bytes_) check(cudaMemset(data_, byte, bytes_), cat("fill of ", what_));
@@ -192,6 +195,7 @@ void Event::record(void* stream) {
 }
 float Event::elapsed_ms(const Event& start, const Event& end) {
   check(cudaEventSynchronize(static_cast<cudaEvent_t>(end.event_)), "cudaEventSynchronize");
+  raise_table_fault();
   float ms = 0;
   check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start.event_), static_cast<cudaEvent_t>(end.event_)),
         "cudaEventElapsedTime");
@@ -201,91 +205,193 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
 void synchronize(std::string_view what) {
   check(cudaDeviceSynchronize(), cat("after ", what));
   check(cudaGetLastError(), cat("after ", what));
+  raise_table_fault();
 }
 
+// ----- checked mode --------------------------------------------------------------------------
+//
+// What it must be: before the decode kernel on the launch's stream, never a wait for the host,
+// and capturable in a CUDA graph. When the host read the check's answer before launching (a
+// copy back and a cudaStreamSynchronize), checked mode cost 18-28 us a call on the H200, +47% on
+// small-batch (docs/results/nvidia-h200-20261202-7d22494521.json, the `/checked` rows). So the
+// answer stays on the device, where the decode kernel needs it: a checked copy of the lengths,
+// 0 for a faulty sequence; and a fault goes to mapped host memory, which the host reads when it
+// waits anyway.
+//
+// What it reads: 4 bytes a sequence and 4 a used page. On the named workloads that is 128 KiB
+// for gqa-batch (64 rows of 512 pages; the kernel then reads 2.1 GB of K and V), 24 KiB for
+// ragged-skew, 8 KiB for long-single and small-batch. One program per sequence, 512 threads each
+// with 4 loads in flight (the loop unrolled by 4, no branch between its loads): a row of up to
+// 2048 pages (long-single's 32768 tokens in pages of 16) takes one round trip to memory, and the
+// rows are checked on different SMs. One program for the whole batch would take gqa-batch's
+// 32768 entries from one SM, 16 round trips.
+//
+// Which fault: the first in validate_tables's order, so every backend names the same one. That
+// needs every sequence's answer; each program leaves its own in scratch (fault_at) and a second
+// kernel of one program reads them (4 bytes a sequence) and writes the record. The other way,
+// an atomicMin across programs and the last one to finish reporting, needs its words zeroed
+// before every call (a memset, one more operation on the stream too) and a fence in every
+// program.
 namespace {
-/// The checked mode's kernel (find_table_fault): program `seq` reads context_lens[seq] and,
-/// when it is in range, the entries of its row that hold the context, as validate_tables does.
-/// A bad value is recorded by its place in validate_tables's order,
-/// key = seq * (max_blocks_per_seq + 1) + (0 for the length, entry + 1 for an entry), as
-/// ~key with atomicMax into found[0], so the largest ~key left is the first fault and 0 means
-/// none (one memset of 0 prepares both words). found[1] gets the sum of the good lengths, for
-/// the total_context_len check.
-__global__ void check_tables(const std::int32_t* block_tables, const std::int32_t* context_lens,
-                             int max_blocks_per_seq, int block_size, int max_context_len, std::int64_t num_blocks,
-                             unsigned long long* found) {
+
+/// What the host raises (raise_table_fault), in mapped pinned host memory (cudaHostAllocMapped):
+/// report_fault writes it only when it finds a fault and none is pending; the host reads it
+/// without a copy. One for the process (one device per process, as everywhere in pagedattn).
+struct FaultRecord {
+  DecodeProblem problem;  ///< the launch's problem, for the message's ranges
+  TableFault fault;
+  const char* function;   ///< the kernel entry's name (static storage)
+  std::uint32_t pending;  ///< device: 1 once the fields above are written; host: 0 once raised
+  std::uint32_t raised;   ///< host: the faults raised so far
+};
+
+/// Faults claimed so far. report_fault claims fault number `raised` by a compare-and-swap from
+/// `raised` to `raised + 1`: while a fault is pending the claims are one ahead and the swap
+/// fails, and of two check kernels on two streams only one writes the record.
+__device__ std::uint32_t fault_claims = 0;
+
+/// One check: the launch's tensors, the scratch, and where a fault goes.
+struct TableCheck {
+  DecodeProblem problem;
+  const std::int32_t* block_tables;  ///< [num_seqs][max_blocks_per_seq]
+  const std::int32_t* context_lens;  ///< [num_seqs]
+  std::int32_t* checked_lens;        ///< [num_seqs]: the length, or 0 for a faulty sequence
+  std::int32_t* fault_at;            ///< [num_seqs]: -1 none, 0 the length, 1 + e entry e of the row
+  const char* function;
+  FaultRecord* record;               ///< the device's address of the mapped record
+};
+
+constexpr int kCheckThreads = 512;
+constexpr int kReportThreads = 256;
+
+/// Program `seq`: context_lens[seq] and, when it is in range, the used entries of its row, as
+/// validate_tables checks them; writes the checked length and the first bad place.
+__global__ void __launch_bounds__(kCheckThreads) check_tables(TableCheck c) {
   const int seq = static_cast<int>(blockIdx.x);
-  const std::int32_t len = context_lens[seq];
-  const unsigned long long row_key =
-      static_cast<unsigned long long>(seq) * (static_cast<unsigned long long>(max_blocks_per_seq) + 1);
-  if (len < 0 || len > max_context_len) {
-    if (threadIdx.x == 0) atomicMax(&found[0], ~row_key);
+  const DecodeProblem& p = c.problem;
+  const std::int32_t len = c.context_lens[seq];
+  if (len < 0 || len > p.max_context_len) {
+    if (threadIdx.x == 0) {
+      c.checked_lens[seq] = 0;
+      c.fault_at[seq] = 0;
+    }
     return;
   }
-  if (threadIdx.x == 0) atomicAdd(&found[1], static_cast<unsigned long long>(len));
-  const std::int64_t used = (std::int64_t{len} + block_size - 1) / block_size;  // <= max_blocks_per_seq
-  const std::int32_t* row = block_tables + static_cast<std::int64_t>(seq) * max_blocks_per_seq;
-  for (std::int64_t entry = threadIdx.x; entry < used; entry += blockDim.x) {
+  const auto used = static_cast<int>((std::int64_t{len} + p.block_size - 1) / p.block_size);  // pages_for(len)
+  const std::int32_t* row = c.block_tables + static_cast<std::int64_t>(seq) * p.max_blocks_per_seq;
+  int first = used;  // this thread's first bad entry; `used` when none
+#pragma unroll 4
+  for (int entry = static_cast<int>(threadIdx.x); entry < used; entry += kCheckThreads) {
     const std::int32_t page = row[entry];
-    if (page < 0 || page >= num_blocks) {
-      atomicMax(&found[0], ~(row_key + 1 + static_cast<unsigned long long>(entry)));
-      return;  // a later entry of this thread cannot come first
-    }
+    if ((page < 0 || page >= p.num_blocks) && entry < first) first = entry;
+  }
+  __shared__ int row_first;
+  if (threadIdx.x == 0) row_first = used;
+  __syncthreads();
+  if (first < used) atomicMin(&row_first, first);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    c.checked_lens[seq] = row_first == used ? len : 0;
+    c.fault_at[seq] = row_first == used ? -1 : row_first + 1;
   }
 }
 
-/// One int32 of device memory, read back (the value behind a fault: the error path only).
-std::int32_t read_int(const std::int32_t* device_value) {
-  std::int32_t value = 0;
-  check(cudaMemcpy(&value, device_value, sizeof value, cudaMemcpyDeviceToHost), "checked mode: reading a bad value");
-  return value;
+/// One program: the first faulty sequence (or, with none, the lengths' sum against
+/// total_context_len), as a TableFault in the record, unless a fault is pending there.
+__global__ void __launch_bounds__(kReportThreads) report_fault(TableCheck c) {
+  const DecodeProblem& p = c.problem;
+  int first = p.num_seqs;  // this thread's first faulty sequence
+  unsigned long long total = 0;
+  for (int seq = static_cast<int>(threadIdx.x); seq < p.num_seqs; seq += kReportThreads) {
+    if (c.fault_at[seq] >= 0 && seq < first) first = seq;
+    total += static_cast<unsigned long long>(c.checked_lens[seq]);
+  }
+  __shared__ int batch_first;
+  __shared__ unsigned long long batch_total;
+  if (threadIdx.x == 0) {
+    batch_first = p.num_seqs;
+    batch_total = 0;
+  }
+  __syncthreads();
+  atomicMin(&batch_first, first);
+  atomicAdd(&batch_total, total);
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  TableFault fault;
+  if (batch_first < p.num_seqs) {
+    const int seq = batch_first;
+    const std::int32_t len = c.context_lens[seq];
+    const std::int32_t at = c.fault_at[seq];
+    if (at == 0) {
+      fault = {TableFault::Kind::context_len, seq, 0, len, len};
+    } else {
+      const std::int64_t entry = at - 1;
+      const std::int32_t page = c.block_tables[static_cast<std::int64_t>(seq) * p.max_blocks_per_seq + entry];
+      fault = {TableFault::Kind::block_table, seq, entry, page, len};
+    }
+  } else {
+    const auto sum = static_cast<std::int64_t>(batch_total);
+    if (p.total_context_len == 0 || p.total_context_len == sum) return;
+    fault = {TableFault::Kind::total, 0, 0, sum, 0};
+  }
+  FaultRecord* record = c.record;
+  const std::uint32_t raised = *static_cast<volatile std::uint32_t*>(&record->raised);
+  if (atomicCAS(&fault_claims, raised, raised + 1) != raised) return;  // the pending fault comes first
+  record->problem = p;
+  record->fault = fault;
+  record->function = c.function;
+  __threadfence_system();  // the fields reach host memory before `pending` does
+  *static_cast<volatile std::uint32_t*>(&record->pending) = 1;
+}
+
+/// The record's host address: null until the first checked launch allocates it.
+std::atomic<FaultRecord*> host_record{nullptr};
+
+/// The record's device address; the first call allocates it (cudaHostAllocMapped; the process
+/// keeps it).
+FaultRecord* device_record() {
+  static FaultRecord* const device = [] {
+    void* host = nullptr;
+    check(cudaHostAlloc(&host, sizeof(FaultRecord), cudaHostAllocMapped),
+          "cudaHostAlloc of the checked mode's fault record");
+    void* mapped = nullptr;
+    check(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer of the checked mode's fault record");
+    host_record.store(new (host) FaultRecord{}, std::memory_order_release);
+    return static_cast<FaultRecord*>(mapped);
+  }();
+  return device;
 }
 }  // namespace
 
-// Why a kernel and not a host copy of the tables: either way the answer must be on the host
-// before the decode launch (a bad page must be refused, not read), so both wait for the
-// stream. A host copy moves the lengths and then the tables over PCIe on every call, two round
-// trips and a transfer that grows with the batch (64 sequences of 8192 tokens in pages of 16:
-// 128 KB), and then loops over them on the CPU; the kernel reads them at device bandwidth and
-// sends back 16 bytes, so its cost is one tiny launch and one round trip whatever the batch
-// (the benchmarks' `/checked` rows measure it). The buffers are kept for the process (one device per process, as
-// everywhere in pagedattn); a mutex keeps two host threads from sharing them at once.
-TableFault find_table_fault(const DecodeView& view, void* stream) {
+const std::int32_t* check_tables_async(const DecodeView& view, void* scratch, const char* function, void* stream) {
   const DecodeProblem& p = view.problem;
-  if (p.num_seqs == 0) return {};
-  struct Found {
-    Buffer device{2 * sizeof(unsigned long long), "checked mode result"};
-    unsigned long long* host = nullptr;  // pinned: the copy back goes without staging
-    Found() { check(cudaMallocHost(&host, 2 * sizeof(unsigned long long)), "cudaMallocHost for the checked mode"); }
-    ~Found() { cudaFreeHost(host); }
-  };
-  static Found found;
-  static std::mutex in_use;
-  const std::lock_guard<std::mutex> lock(in_use);
+  auto* checked_lens = static_cast<std::int32_t*>(scratch);
+  if (p.num_seqs == 0) return checked_lens;
+  const TableCheck c{p, view.block_tables, view.context_lens, checked_lens, checked_lens + p.num_seqs, function,
+                     device_record()};
   const auto s = static_cast<cudaStream_t>(stream);
-  auto* words = static_cast<unsigned long long*>(found.device.data());
-  check(cudaMemsetAsync(words, 0, 2 * sizeof(unsigned long long), s), "checked mode: cudaMemsetAsync");
-  check_tables<<<static_cast<unsigned>(p.num_seqs), 128, 0, s>>>(view.block_tables, view.context_lens,
-                                                                p.max_blocks_per_seq, p.block_size,
-                                                                p.max_context_len, p.num_blocks, words);
+  check_tables<<<static_cast<unsigned>(p.num_seqs), kCheckThreads, 0, s>>>(c);
   check(cudaGetLastError(), "launch of the checked mode's check_tables");
-  check(cudaMemcpyAsync(found.host, words, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s),
-        "checked mode: cudaMemcpyAsync");
-  check(cudaStreamSynchronize(s), "checked mode: after check_tables");
-  const unsigned long long first = found.host[0];
-  const auto total = static_cast<std::int64_t>(found.host[1]);
-  if (first == 0) {
-    if (p.total_context_len != 0 && p.total_context_len != total) return {TableFault::Kind::total, 0, 0, total, 0};
-    return {};
-  }
-  const unsigned long long key = ~first;
-  const unsigned long long row = static_cast<unsigned long long>(p.max_blocks_per_seq) + 1;
-  const int seq = static_cast<int>(key / row);
-  const std::int32_t len = read_int(view.context_lens + seq);
-  if (key % row == 0) return {TableFault::Kind::context_len, seq, 0, len, len};
-  const auto entry = static_cast<std::int64_t>(key % row) - 1;
-  const std::int32_t page = read_int(view.block_tables + static_cast<std::int64_t>(seq) * p.max_blocks_per_seq + entry);
-  return {TableFault::Kind::block_table, seq, entry, page, len};
+  report_fault<<<1, kReportThreads, 0, s>>>(c);
+  check(cudaGetLastError(), "launch of the checked mode's report_fault");
+  return checked_lens;
+}
+
+void raise_table_fault() {
+  FaultRecord* record = host_record.load(std::memory_order_acquire);
+  if (record == nullptr) return;  // no checked launch yet
+  static std::mutex raising;
+  const std::lock_guard<std::mutex> lock(raising);
+  std::atomic_ref<std::uint32_t> pending(record->pending);
+  if (pending.load(std::memory_order_acquire) == 0) return;
+  const DecodeProblem problem = record->problem;
+  const TableFault fault = record->fault;
+  const char* function = record->function;
+  pending.store(0, std::memory_order_release);
+  // After `pending`: a check that reads the new count claims the next fault, and its record is
+  // not cleared by this one.
+  std::atomic_ref<std::uint32_t>(record->raised).fetch_add(1, std::memory_order_release);
+  throw_table_fault(problem, fault, function);
 }
 
 void flush_l2() {

@@ -5,6 +5,7 @@
 /// without the CUDA toolkit (runtime_none.cpp answers "built without CUDA").
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -48,7 +49,8 @@ class Buffer {
   std::size_t size() const { return bytes_; }
   /// Copies \p bytes from host memory to the buffer's byte \p offset on (synchronous).
   void upload(const void* host, std::size_t bytes, std::size_t offset = 0);
-  /// Copies \p bytes to host memory (synchronous; waits for earlier work).
+  /// Copies \p bytes to host memory (synchronous; waits for earlier work), then raises a table
+  /// fault a checked launch recorded (raise_table_fault).
   void download(void* host, std::size_t bytes) const;
   /// Sets every byte (0xff makes NaN of every float type, -1 of ints: the poison).
   void fill(unsigned char byte);
@@ -67,23 +69,45 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   void record(void* stream = nullptr);
-  /// Milliseconds between two recorded events (waits for \p end).
+  /// Milliseconds between two recorded events (waits for \p end, then raises a table fault a
+  /// checked launch recorded: raise_table_fault).
   static float elapsed_ms(const Event& start, const Event& end);
 
  private:
   void* event_ = nullptr;
 };
 
-/// Waits for the device; a kernel fault surfaces here as CudaError naming \p what.
+/// Waits for the device; a kernel fault surfaces here as CudaError naming \p what, and a table
+/// fault a checked launch recorded as its ArgumentError (raise_table_fault).
 void synchronize(std::string_view what);
 
-/// The checked mode of a launch on the GPU (DecodeView::checked): the first context length or
-/// used block-table entry of \p view (device memory) that validate_tables would refuse, found
-/// by a small kernel on \p stream (a cudaStream_t; one program per sequence reads its length
-/// and its used entries and keeps the first bad one, 8 bytes read back). Waits for that
-/// stream's earlier work, since the answer must be on the host before the kernel it guards is
-/// launched. Throws CudaError if the check itself fails.
-TableFault find_table_fault(const DecodeView& view, void* stream);
+/// Bytes of device scratch the checked mode needs for \p num_seqs sequences
+/// (check_tables_async): the checked copy of the context lengths and each sequence's fault, 4
+/// bytes each, rounded up to 256 bytes so that what follows it in a workspace keeps
+/// cudaMalloc's alignment.
+constexpr std::size_t table_check_bytes(int num_seqs) {
+  return (std::size_t{8} * static_cast<std::size_t>(num_seqs) + 255) / 256 * 256;
+}
+
+/// The checked mode of a launch on the GPU (DecodeView::checked), without a wait: enqueues on
+/// \p stream (a cudaStream_t) two small kernels that check \p view's context lengths and the
+/// used entries of its block tables (device memory) as validate_tables does, and returns the
+/// checked copy of the lengths they write into \p scratch (table_check_bytes(num_seqs) bytes of
+/// device memory): a sequence's length where it and every used entry of its row are valid, 0
+/// where one is not. A decode kernel launched after them on that stream and reading the copy
+/// computes nothing for a faulty sequence (a row of zeros) and reads none of its pages. The
+/// first fault in validate_tables's order (where there is none, a total_context_len that is not
+/// the lengths' sum) is recorded for the host with \p function, a string of static storage (the
+/// kernel entry's name), unless a fault is pending already; raise_table_fault throws it. Throws
+/// CudaError if a launch fails.
+const std::int32_t* check_tables_async(const DecodeView& view, void* scratch, const char* function, void* stream);
+
+/// Throws the ArgumentError of the table fault a checked launch recorded, with the message the
+/// emulator gives at the launch (throw_table_fault), and clears the record; returns when none is
+/// pending. synchronize, Buffer::download and Event::elapsed_ms call it after their wait, and
+/// every checked launch at its start, so a fault is raised at the first of them after its check
+/// finished. Reads host memory only: it neither waits nor calls CUDA.
+void raise_table_fault();
 
 /// Evicts the L2 cache by reading a buffer twice its size that nothing writes, so the lines it
 /// leaves are clean (outside any timed region; runtime.cu says why not a memset).

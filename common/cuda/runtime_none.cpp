@@ -28,7 +28,8 @@ Event::~Event() = default;
 void Event::record(void*) { no_cuda(); }
 float Event::elapsed_ms(const Event&, const Event&) { no_cuda(); }
 void synchronize(std::string_view) { no_cuda(); }
-TableFault find_table_fault(const DecodeView&, void*) { no_cuda(); }
+const std::int32_t* check_tables_async(const DecodeView&, void*, const char*, void*) { no_cuda(); }
+void raise_table_fault() { no_cuda(); }
 void flush_l2() { no_cuda(); }
 double measure_roof_gbps(std::size_t, int) { no_cuda(); }
 double time_bare_read_ms(std::size_t, std::size_t, int, int, int) { no_cuda(); }
