@@ -38,12 +38,14 @@ const KernelEntry& inner_entry() {
   return inner;
 }
 
-/// The kernel's plan, its workspace grown by the checked mode's scratch (gpu::table_check_bytes).
+/// The kernel's plan, its workspace grown by the checked mode's scratch (gpu::table_check_bytes);
+/// the fault record is allocated here, so that no launch allocates (gpu::prepare_table_check).
 template <KernelEntry (*Make)()>
 LaunchPlan plan_with_check_scratch(const DecodeProblem& problem, const KernelOptions& options,
                                    const DeviceLimits& device) {
   LaunchPlan plan = inner_entry<Make>().plan(problem, options, device);
   plan.workspace_bytes += gpu::table_check_bytes(problem.num_seqs);
+  gpu::prepare_table_check();
   return plan;
 }
 

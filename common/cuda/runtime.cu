@@ -348,7 +348,7 @@ __global__ void __launch_bounds__(kReportThreads) report_fault(TableCheck c) {
 std::atomic<FaultRecord*> host_record{nullptr};
 
 /// The record's device address; the first call allocates it (cudaHostAllocMapped; the process
-/// keeps it).
+/// keeps it), normally a plan's (prepare_table_check).
 FaultRecord* device_record() {
   static FaultRecord* const device = [] {
     void* host = nullptr;
@@ -362,6 +362,8 @@ FaultRecord* device_record() {
   return device;
 }
 }  // namespace
+
+void prepare_table_check() { device_record(); }
 
 const std::int32_t* check_tables_async(const DecodeView& view, void* scratch, const char* function, void* stream) {
   const DecodeProblem& p = view.problem;

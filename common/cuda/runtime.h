@@ -89,6 +89,11 @@ constexpr std::size_t table_check_bytes(int num_seqs) {
   return (std::size_t{8} * static_cast<std::size_t>(num_seqs) + 255) / 256 * 256;
 }
 
+/// Allocates, once for the process, the mapped host memory check_tables_async records a fault
+/// in, so that no launch allocates: a launch being captured in a CUDA graph may not. The CUDA
+/// entries' plans call it; later calls do nothing. Throws CudaError if the allocation fails.
+void prepare_table_check();
+
 /// The checked mode of a launch on the GPU (DecodeView::checked), without a wait: enqueues on
 /// \p stream (a cudaStream_t) two small kernels that check \p view's context lengths and the
 /// used entries of its block tables (device memory) as validate_tables does, and returns the
