@@ -194,12 +194,11 @@ DecodeView single_sequence(const DecodeView& full, int seq) {
 /// Runs \p per_view on each listed sequence alone and scatters the rows into a full-size
 /// vector (NaN for sequences not listed).
 template <class Value, class PerView>
-std::vector<Value> rows_of(const Workload& w, const std::vector<int>& sequences, PerView per_view) {
-  const DecodeProblem& p = w.problem;
-  if (sequences.empty()) return per_view(w.host_view());
+std::vector<Value> rows_of(const DecodeView& full, const std::vector<int>& sequences, PerView per_view) {
+  const DecodeProblem& p = full.problem;
+  if (sequences.empty()) return per_view(full);
   const std::size_t row = static_cast<std::size_t>(p.num_q_heads) * p.head_dim;
   std::vector<Value> out(static_cast<std::size_t>(p.query_elems()), std::numeric_limits<Value>::quiet_NaN());
-  const DecodeView full = w.host_view();
   for (int seq : sequences) {
     const std::vector<Value> rows = per_view(single_sequence(full, seq));
     std::copy(rows.begin(), rows.end(), out.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(seq) * row));
@@ -208,20 +207,28 @@ std::vector<Value> rows_of(const Workload& w, const std::vector<int>& sequences,
 }
 }  // namespace
 
-OracleRows oracle_rows(const Workload& w, const std::vector<int>& sequences) {
+OracleRows oracle_rows(const DecodeView& host_view, const std::vector<int>& sequences) {
   OracleRows rows;
   rows.sequences = sequences;
-  rows.exact = rows_of<double>(w, sequences, [](const DecodeView& v) { return reference::paged_attention(v); });
-  rows.plain = rows_of<float>(w, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v); });
-  if (w.problem.dtype != DType::f32)
-    rows.plain_storage_weights =
-        rows_of<float>(w, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v, true); });
+  rows.exact = rows_of<double>(host_view, sequences, [](const DecodeView& v) { return reference::paged_attention(v); });
+  rows.plain = rows_of<float>(host_view, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v); });
+  if (host_view.problem.dtype != DType::f32)
+    rows.plain_storage_weights = rows_of<float>(
+        host_view, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v, true); });
   return rows;
+}
+
+OracleRows oracle_rows(const Workload& w, const std::vector<int>& sequences) {
+  return oracle_rows(w.host_view(), sequences);
 }
 
 CompareResult check_against_oracle(const Workload& w, const OracleRows& oracle, const std::vector<std::byte>& out,
                                    bool weights_in_storage_type) {
-  const DecodeProblem& p = w.problem;
+  return check_against_oracle(w.problem, oracle, out, weights_in_storage_type);
+}
+
+CompareResult check_against_oracle(const DecodeProblem& p, const OracleRows& oracle, const std::vector<std::byte>& out,
+                                   bool weights_in_storage_type) {
   std::vector<std::byte> sampled_out;  // a copy only when rows must be masked
   if (!oracle.sequences.empty()) {  // rows not computed are NaN in the oracle: make them NaN here too
     sampled_out = out;

@@ -82,6 +82,10 @@ struct OracleRows {
 /// sample this way: the full oracle on gigabytes of K/V would take minutes.
 OracleRows oracle_rows(const Workload& workload, const std::vector<int>& sequences = {});
 
+/// The same for a view over host tensors that are not a Workload (a caller's own cache: the
+/// examples); its out and workspace are not read.
+OracleRows oracle_rows(const DecodeView& host_view, const std::vector<int>& sequences = {});
+
 /// The sample big workloads are checked on: the first, middle and last sequence.
 std::vector<int> sample_sequences(const Workload& workload);
 
@@ -92,6 +96,10 @@ std::vector<int> sample_sequences(const Workload& workload);
 /// KernelEntry::weights_in_storage_type, which picks the plain loop. Only the oracle's rows are
 /// checked.
 CompareResult check_against_oracle(const Workload& workload, const OracleRows& oracle,
+                                   const std::vector<std::byte>& out, bool weights_in_storage_type = false);
+
+/// The same for an output of \p problem that is not a Workload's (the oracle from a host view).
+CompareResult check_against_oracle(const DecodeProblem& problem, const OracleRows& oracle,
                                    const std::vector<std::byte>& out, bool weights_in_storage_type = false);
 
 /// One step run on one workload, as a table row (the step programs and the tour print these).
