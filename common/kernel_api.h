@@ -20,19 +20,20 @@ enum class Backend : std::uint8_t {
   emulator,  ///< the pretend GPU on the CPU (common/emu), with checked memory and race detection
   cuda,      ///< a real GPU
 };
+/// "emulator" or "cuda".
 inline const char* backend_name(Backend backend) { return backend == Backend::cuda ? "cuda" : "emulator"; }
 
 /// What a kernel may assume about the device; host checks use these before a launch.
 struct DeviceLimits {
   std::string name = "pretend H200";  ///< device name
   int sm_count = 132;                 ///< multiprocessors
-  int max_threads_per_block = 1024;
-  int max_blocks_per_sm = 32;
-  int max_threads_per_sm = 2048;
+  int max_threads_per_block = 1024;   ///< threads one program may have
+  int max_blocks_per_sm = 32;         ///< programs one SM holds at most, whatever their size
+  int max_threads_per_sm = 2048;      ///< threads one SM holds at most
   std::size_t shared_per_block = 48 * 1024;          ///< without opting in
   std::size_t shared_per_block_optin = 227 * 1024;   ///< the most one block may ask for
-  std::size_t shared_per_sm = 228 * 1024;
-  std::size_t l2_bytes = 60u * 1024 * 1024;
+  std::size_t shared_per_sm = 228 * 1024;            ///< shared memory of one SM
+  std::size_t l2_bytes = 60u * 1024 * 1024;          ///< L2 cache
   double datasheet_gbps = 4800.0;     ///< memory bandwidth, GB/s (decimal)
 
   /// The emulator's device: an H200's limits, so host checks answer as they would on the GPU.
@@ -84,7 +85,7 @@ std::string describe_launch(const LaunchPlan& plan);
 /// Pointers of one decode call, all on the backend's side (host memory for the emulator,
 /// device memory for CUDA). Shapes and the cache layout are in `problem`.
 struct DecodeView {
-  DecodeProblem problem;
+  DecodeProblem problem;                       ///< the shapes; a launch refuses one that is not its plan's
   const void* query = nullptr;                 ///< [num_seqs][num_q_heads][head_dim], problem.dtype
   const void* key_cache = nullptr;             ///< pages laid out by problem.layout
   const void* value_cache = nullptr;           ///< same layout as key_cache
@@ -92,7 +93,7 @@ struct DecodeView {
   const std::int32_t* context_lens = nullptr;  ///< [num_seqs]
   void* out = nullptr;                         ///< [num_seqs][num_q_heads][head_dim], problem.dtype
   void* workspace = nullptr;                   ///< kernel scratch, workspace_bytes() long
-  std::size_t workspace_bytes = 0;
+  std::size_t workspace_bytes = 0;             ///< bytes at workspace: at least the plan's workspace_bytes
   /// Checked mode: before the launch, every context length and every block-table entry of a
   /// used prefix is read and checked (validate_tables), so a length of -3 or a page outside
   /// the pool is refused with an ArgumentError naming the sequence, the entry and the value
@@ -124,7 +125,7 @@ bool begin_launch(const DecodeView& view, const LaunchPlan& plan, std::string_vi
 struct KernelEntry {
   int step = -1;                ///< ladder number
   const char* name = "";        ///< e.g. "step03_naive_decode"
-  Backend backend = Backend::emulator;
+  Backend backend = Backend::emulator;  ///< where it runs
   unsigned knobs = 0;           ///< the Knob bits of the KernelOptions fields it reads
   int variants = 0;             ///< its ablations: options.variant 1 .. variants (knob_variant)
   /// Checks the problem and the options for \p device (throws ArgumentError naming the argument

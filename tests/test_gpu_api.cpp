@@ -1,0 +1,75 @@
+// The entry point (api/decode.h) on the GPU: the plan for the device, decodes against the
+// oracle and the emulator, and the checked mode's refusal raised at the wait. Labelled gpu;
+// skipped, with the reason, where there is no device.
+#include <string>
+#include <vector>
+
+#include "common/cuda/runtime.h"
+#include "kernels/registry.h"
+#include "tests/api_checks.h"
+#include "tests/test_util.h"
+
+using pa::Backend;
+using pa::DType;
+using namespace pa::testing;
+
+TEST_CASE("gpu api: the plan is the rung's plan for this device", "[gpu][api]") {
+  if (!pa::gpu::available()) PA_SKIP(pa::gpu::unavailable_reason());
+  const pa::DecodeProblem problem = pa::make_workload(api_specs(DType::bf16).front()).problem;
+  const pa::DecodePlan plan = pa::plan_decode(problem, Backend::cuda);
+  const pa::KernelEntry& entry = pa::kernel(10, Backend::cuda);
+  const pa::LaunchPlan own = entry.plan(problem, pa::KernelOptions{}, pa::gpu::device_info().limits);
+  REQUIRE(plan.step() == 10);
+  REQUIRE(plan.backend() == Backend::cuda);
+  REQUIRE(plan.workspace_bytes() == own.workspace_bytes);  // the checked mode's scratch included
+  REQUIRE(plan.description().starts_with("step 10 (step10_tensor_cores) on the GPU: "));
+  REQUIRE(plan.description().ends_with(own.description));
+}
+
+TEST_CASE("gpu api: decode matches the oracle (groups 1 and 8, head dims 128 and 80, every dtype)", "[gpu][api]") {
+  if (!pa::gpu::available()) PA_SKIP(pa::gpu::unavailable_reason());
+  check_api_against_oracle(Backend::cuda);
+}
+
+TEST_CASE("gpu api: decode agrees with the emulator's decode", "[gpu][api]") {
+  if (!pa::gpu::available()) PA_SKIP(pa::gpu::unavailable_reason());
+  for (const DType dtype : {DType::bf16, DType::f32})
+    for (const pa::WorkloadSpec& spec : api_specs(dtype)) {
+      const pa::Workload workload = pa::make_workload(spec);
+      const std::vector<std::byte> gpu = decode_with_api(Backend::cuda, workload);
+      const std::vector<std::byte> emulated = decode_with_api(Backend::emulator, workload);
+      std::vector<double> emulated_values(emulated.size() / pa::dtype_size(dtype));
+      for (std::size_t i = 0; i < emulated_values.size(); ++i) emulated_values[i] = pa::load_as_float(emulated.data(), dtype, i);
+      const pa::CompareResult agree =
+          pa::compare_to_reference(workload.problem, emulated_values, gpu.data(), pa::Tolerance::for_dtype(dtype));
+      INFO(spec.name << ", GPU against emulator: " << agree.summary());
+      REQUIRE(agree.ok);
+    }
+}
+
+TEST_CASE("gpu api: a bad context length is raised at the wait, with the rung's name", "[gpu][api]") {
+  if (!pa::gpu::available()) PA_SKIP(pa::gpu::unavailable_reason());
+  pa::Workload bad = pa::make_workload(api_specs(DType::bf16).front());
+  bad.context_lens[1] = -3;
+  const pa::DecodePlan plan = pa::plan_decode(bad.problem, Backend::cuda);
+  const std::string expected =
+      error_message([&] { pa::validate_tables(bad.problem, bad.block_tables, bad.context_lens, plan.kernel().name); });
+  pa::DeviceWorkload device(bad);
+  const pa::DecodeView view = device.view(plan.workspace_bytes());
+  REQUIRE(error_message([&] { pa::decode(plan, view, nullptr); }) == "");  // asynchronous: nothing waits
+  REQUIRE(error_message([] { pa::gpu::synchronize("the api's decode"); }) == expected);
+}
+
+TEST_CASE("gpu api: decode refuses a view of another problem before launching", "[gpu][api]") {
+  if (!pa::gpu::available()) PA_SKIP(pa::gpu::unavailable_reason());
+  const pa::Workload workload = pa::make_workload(api_specs(DType::bf16).front());
+  const pa::DecodePlan plan = pa::plan_decode(workload.problem, Backend::cuda);
+  pa::WorkloadSpec spec = workload.spec;
+  spec.context_lens.pop_back();
+  const pa::Workload other = pa::make_workload(spec);
+  pa::DeviceWorkload device(other);
+  const pa::DecodeView view = device.view(plan.workspace_bytes());
+  REQUIRE(error_message([&] { pa::decode(plan, view, nullptr); }) ==
+          pa::cat("pa::decode: view.problem: expected the problem the plan was made for, got ", pa::describe(other.problem),
+                  " (the plan's: ", pa::describe(workload.problem), ")"));
+}
