@@ -106,3 +106,19 @@ function(pagedattn_add_test name)
     ${extra_args}
     PROPERTIES LABELS "${labels}" SKIP_REGULAR_EXPRESSION "PA_SKIPPED" SKIP_RETURN_CODE 4 TIMEOUT 600)
 endfunction()
+
+# ---------------------------------------------------------------------------------------------
+# pagedattn_add_example(<NN_name>)
+#   examples/<NN_name>/main.cpp -> program exampleNN_name, which calls the entry point
+#   (pagedattn_api, api/decode.h) and checks its outputs with the harness's oracle check; and a
+#   test that runs it (it exits non-zero on any mismatch), labelled "example". The GPU runs too
+#   where one is present, as in the step programs' smoke tests.
+# ---------------------------------------------------------------------------------------------
+function(pagedattn_add_example folder)
+  add_executable(example${folder} "${PROJECT_SOURCE_DIR}/examples/${folder}/main.cpp")
+  target_link_libraries(example${folder} PRIVATE pagedattn_harness_core pagedattn_api)
+  if(BUILD_TESTING)
+    add_test(NAME example${folder}.run COMMAND example${folder})
+    set_tests_properties(example${folder}.run PROPERTIES LABELS "example" TIMEOUT 300)
+  endif()
+endfunction()
