@@ -86,8 +86,10 @@ DecodePlan plan_decode(const DecodeProblem& problem, Backend backend);
 
 /// Runs one decode step of \p plan on \p view, whose tensors live on the plan's backend (host
 /// memory for the emulator, device memory for CUDA) and whose problem must be the plan's, with
-/// at least plan.workspace_bytes() of workspace. Throws ArgumentError "pa::decode: ..." naming
-/// the argument (view.problem, a null pointer, the workspace, an output overlapping an input).
+/// at least plan.workspace_bytes() of workspace (scratch: decodes that may run at the same time,
+/// on two streams, need one each). Throws ArgumentError "pa::decode: ..." naming the argument
+/// (view.problem, a null pointer, the workspace, an output overlapping an input); the rung's
+/// launch checks the view again, in its own name, which costs microseconds of host time.
 /// In checked mode (DecodeView::checked, the default) the context lengths and used block-table
 /// entries are checked too: in host memory before the launch on the emulator ("pa::decode: ..."),
 /// on the device on CUDA, where a bad one is raised with the rung's name at the host's next wait
