@@ -100,8 +100,8 @@ struct DecodeView {
   /// instead of reaching the kernel. On by default (the step programs, the tests); the
   /// benchmarks turn it off to time the kernel alone and time it on in their `/checked` rows.
   /// Off, those values are the caller's promise: the kernels trust them. On the emulator the
-  /// check reads the host tensors and the launch throws. On the GPU nothing waits: two small
-  /// kernels on the launch's stream check the tables (gpu::check_tables_async) and the decode
+  /// check reads the host tensors and the launch throws. On the GPU nothing waits: a small
+  /// kernel on the launch's stream checks the tables (gpu::check_tables_async) and the decode
   /// kernel reads a checked copy of the lengths, 0 for a faulty sequence, so it computes a row
   /// of zeros there and reads none of its pages; the error is raised at the host's next wait
   /// (gpu::synchronize, a download, Event::elapsed_ms) or at the next checked launch

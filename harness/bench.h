@@ -11,8 +11,8 @@
 ///    `variant`: the step's own knobs only); the output is checked against the oracle on sampled
 ///    sequences after the timed runs.
 ///    Checked mode (DecodeView::checked) is off in these timings: they time the kernel alone.
-///  - `stepNN_name/gpu/<workload>/checked`: the same with checked mode on (its two check kernels
-///    ahead of each launch): the mode's cost is its time minus the row's.
+///  - `stepNN_name/gpu/<workload>/checked`: the same with checked mode on (its check kernel ahead
+///    of each launch): the mode's cost is its time minus the row's.
 ///  - `stepNN_name/gpu/gqa-batch-nhd`: gqa-batch with token-major pages (`[page][slot][head][dim]`
 ///    instead of `[page][head][slot][dim]`), the layout comparison of step 05's page.
 ///  - `stepNN_name/gpu/sweep-<context>`: the same for a context-length sweep (16 sequences of

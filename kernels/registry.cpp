@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "common/cuda/runtime.h"
 #include "common/error.h"
@@ -26,10 +27,11 @@ namespace {
 
 #if PAGEDATTN_HAVE_CUDA
 // The CUDA entries behind the checked mode. A view's pointers are device memory there, so
-// begin_launch cannot read its tables: the check runs on the device, on the launch's stream
-// (gpu::check_tables_async), and the kernel is called with checked off, reading the checked
-// copy of the lengths the check writes. Its scratch is the front of the workspace, so two
-// streams with workspaces of their own never share it; the kernel's workspace follows.
+// begin_launch cannot read its tables: the check runs on the device, one kernel on the launch's
+// stream (gpu::check_tables_async), and the kernel is called with checked off, reading the
+// checked copy of the lengths the check writes. Its scratch (that copy, each sequence's fault and
+// the count of the check's programs that finished) is the front of the workspace, so two streams
+// with workspaces of their own never share it; the kernel's workspace follows.
 
 /// The CUDA entry that \p Make returns, as the step's file makes it.
 template <KernelEntry (*Make)()>
@@ -63,6 +65,9 @@ void launch_checked_on_device(const DecodeView& view, const LaunchPlan& plan, vo
   const std::size_t scratch = gpu::table_check_bytes(view.problem.num_seqs);
   PA_REQUIRE(plan.workspace_bytes >= scratch, inner.name, "plan.workspace_bytes",
              cat(">= ", scratch, " (the checked mode's scratch: a plan made by this entry)"), plan.workspace_bytes);
+  // The check counts its programs in the scratch's first 8 bytes, with 64-bit atomics.
+  PA_REQUIRE(!view.checked || reinterpret_cast<std::uintptr_t>(view.workspace) % 8 == 0, inner.name, "workspace",
+             "an address that is a multiple of 8 (the checked mode's scratch)", view.workspace);
   if (view.checked) unchecked.context_lens = gpu::check_tables_async(view, view.workspace, inner.name, stream);
   unchecked.workspace = static_cast<std::byte*>(view.workspace) + scratch;
   unchecked.workspace_bytes = view.workspace_bytes - scratch;

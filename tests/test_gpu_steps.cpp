@@ -101,7 +101,8 @@ pa::Workload three_sequences(int step) {
 /// Checked mode on the GPU (DecodeView::checked): every fault validate_tables names, raised at
 /// the wait after the launch with its exact message; with several faults in one call, the first
 /// in validate_tables's order (by sequence, the length before the row's entries, then by entry),
-/// also among 700 sequences, more than a program of the report kernel has threads.
+/// also among 700 sequences, more than the check kernel's last program, which finds it, has
+/// threads (512).
 void check_faults_raised_at_the_wait(int step) {
   const pa::Workload good = three_sequences(step);
   const pa::DecodeProblem& p = good.problem;
@@ -171,7 +172,7 @@ void check_faults_raised_at_the_wait(int step) {
   const pa::Workload wide = pa::make_workload(spec);
   const std::size_t row = static_cast<std::size_t>(wide.problem.max_blocks_per_seq);
   {
-    pa::Workload bad = wide;  // sequences 557, 513 and 300: threads 45, 1 and 44 of the report kernel
+    pa::Workload bad = wide;  // sequences 557, 513 and 300: threads 45, 1 and 300 of the last program
     bad.context_lens[557] = -1;
     bad.block_tables[513 * row] = -1;
     bad.block_tables[300 * row] = -4;
@@ -182,7 +183,7 @@ void check_faults_raised_at_the_wait(int step) {
                              {300, 513, 557});
   }
   {
-    pa::Workload bad = wide;  // the lengths' sum, added across the report kernel's threads
+    pa::Workload bad = wide;  // the lengths' sum, added across the last program's threads
     bad.problem.total_context_len -= 1;
     const std::int64_t sum = wide.problem.total_context_len;
     check_raised_at_the_wait(step, wide, bad,
@@ -285,7 +286,7 @@ TEST_CASE("gpu: a table fault is raised once, by the first wait or checked launc
     entry.launch(length_view, plan, nullptr);
     pa::DecodeView unchecked = good_view;
     unchecked.checked = false;
-    // The check kernels' fault reaches the record when they finish: the good launches before
+    // The check kernel's fault reaches the record when it finishes: the good launches before
     // that are clean, and the first after it raises (10 s is ample: they take microseconds).
     std::string message;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -299,6 +300,38 @@ TEST_CASE("gpu: a table fault is raised once, by the first wait or checked launc
   }
   // Whatever ran above, the next call is clean and right.
   require_oracle_match(Backend::cuda, 6, good);
+}
+
+TEST_CASE("gpu: checked mode counts the check's finished programs in a workspace that holds anything", "[gpu][checked]") {
+  // The count at the workspace's front (finished_last in common/cuda/runtime.cu) starts as what
+  // is there: fresh, poisoned, or what the check before left. From each, a faulty launch raises
+  // its fault, twice running, and a good one after it nothing.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  const pa::Workload good = three_sequences(6);
+  pa::Workload bad = good;
+  bad.context_lens[1] = -3;
+  const pa::KernelEntry& entry = pa::kernel(6, Backend::cuda);
+  const std::string length_message =
+      "step06_online_softmax: context_lens[1]: expected the length of sequence 1 in [0, max_context_len = 37] (a "
+      "block-table row holds 4 pages of 16 = 64 tokens), got -3";
+  const pa::LaunchPlan plan = entry.plan(good.problem, {}, pa::gpu::device_info().limits);
+  pa::DeviceWorkload good_device(good), bad_device(bad);
+  for (const unsigned char fill : {0x00, 0x01, 0x5a, 0x80, 0xff}) {
+    INFO("a workspace of bytes " << static_cast<int>(fill));
+    pa::gpu::Buffer workspace(plan.workspace_bytes, "workspace");
+    workspace.fill(fill);
+    pa::DecodeView good_view = good_device.view(plan.workspace_bytes), bad_view = bad_device.view(plan.workspace_bytes);
+    for (pa::DecodeView* view : {&good_view, &bad_view}) {
+      view->workspace = workspace.data();
+      view->workspace_bytes = workspace.size();
+    }
+    for (int call = 0; call < 2; ++call) {
+      REQUIRE(error_message([&] { entry.launch(bad_view, plan, nullptr); }) == "");
+      REQUIRE(error_message([] { pa::gpu::synchronize("the faulty launch"); }) == length_message);
+    }
+    REQUIRE(error_message([&] { entry.launch(good_view, plan, nullptr); }) == "");
+    REQUIRE(error_message([] { pa::gpu::synchronize("the good launch"); }) == "");
+  }
 }
 
 TEST_CASE("gpu: contexts up to 128k for the steps without a length cap (06 on)", "[gpu]") {

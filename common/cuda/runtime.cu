@@ -216,7 +216,8 @@ void synchronize(std::string_view what) {
 // small-batch (docs/results/nvidia-h200-20261202-7d22494521.json, the `/checked` rows). So the
 // answer stays on the device, where the decode kernel needs it: a checked copy of the lengths,
 // 0 for a faulty sequence; and a fault goes to mapped host memory, which the host reads when it
-// waits anyway.
+// waits anyway. With a second kernel to report the fault it still cost 4-11 us a call (+13-17%
+// on small-batch and long-single), most of it that kernel's launch; so it is one kernel.
 //
 // What it reads: 4 bytes a sequence and 4 a used page. On the named workloads that is 128 KiB
 // for gqa-batch (64 rows of 512 pages; the kernel then reads 2.1 GB of K and V), 24 KiB for
@@ -227,16 +228,18 @@ void synchronize(std::string_view what) {
 // 32768 entries from one SM, 16 round trips.
 //
 // Which fault: the first in validate_tables's order, so every backend names the same one. That
-// needs every sequence's answer; each program leaves its own in scratch (fault_at) and a second
-// kernel of one program reads them (4 bytes a sequence) and writes the record. The other way,
-// an atomicMin across programs and the last one to finish reporting, needs its words zeroed
-// before every call (a memset, one more operation on the stream too) and a fence in every
-// program.
+// needs every sequence's answer: each program leaves its own in scratch (fault_at), and the
+// last program to finish reads them all (4 bytes a sequence) and writes the record. Which one
+// is last, a count of the programs that finished, is in the scratch too, so two launches with
+// workspaces of their own (two streams) never share it. A workspace holds anything before its
+// first launch (the harness fills it with 0xff), so the count cannot rely on starting at 0: it
+// is tagged with the call (finished_last).
 namespace {
 
 /// What the host raises (raise_table_fault), in mapped pinned host memory (cudaHostAllocMapped):
-/// report_fault writes it only when it finds a fault and none is pending; the host reads it
-/// without a copy. One for the process (one device per process, as everywhere in pagedattn).
+/// the last program of a check writes it only when it finds a fault and none is pending; the
+/// host reads it without a copy. One for the process (one device per process, as everywhere in
+/// pagedattn).
 struct FaultRecord {
   DecodeProblem problem;  ///< the launch's problem, for the message's ranges
   TableFault fault;
@@ -245,9 +248,9 @@ struct FaultRecord {
   std::uint32_t raised;   ///< host: the faults raised so far
 };
 
-/// Faults claimed so far. report_fault claims fault number `raised` by a compare-and-swap from
+/// Faults claimed so far. A check claims fault number `raised` by a compare-and-swap from
 /// `raised` to `raised + 1`: while a fault is pending the claims are one ahead and the swap
-/// fails, and of two check kernels on two streams only one writes the record.
+/// fails, and of two checks on two streams only one writes the record.
 __device__ std::uint32_t fault_claims = 0;
 
 /// One check: the launch's tensors, the scratch, and where a fault goes.
@@ -255,56 +258,63 @@ struct TableCheck {
   DecodeProblem problem;
   const std::int32_t* block_tables;  ///< [num_seqs][max_blocks_per_seq]
   const std::int32_t* context_lens;  ///< [num_seqs]
+  unsigned long long* finished;      ///< the programs that finished, tagged with the call (finished_last)
   std::int32_t* checked_lens;        ///< [num_seqs]: the length, or 0 for a faulty sequence
   std::int32_t* fault_at;            ///< [num_seqs]: -1 none, 0 the length, 1 + e entry e of the row
+  std::uint32_t call;                ///< this call's tag (call_tag): never 0 or 0xffffffff
   const char* function;
   FaultRecord* record;               ///< the device's address of the mapped record
 };
 
 constexpr int kCheckThreads = 512;
-constexpr int kReportThreads = 256;
 
-/// Program `seq`: context_lens[seq] and, when it is in range, the used entries of its row, as
-/// validate_tables checks them; writes the checked length and the first bad place.
-__global__ void __launch_bounds__(kCheckThreads) check_tables(TableCheck c) {
-  const int seq = static_cast<int>(blockIdx.x);
-  const DecodeProblem& p = c.problem;
-  const std::int32_t len = c.context_lens[seq];
-  if (len < 0 || len > p.max_context_len) {
-    if (threadIdx.x == 0) {
-      c.checked_lens[seq] = 0;
-      c.fault_at[seq] = 0;
+/// Whether the calling program (one thread of it) is the last of the check to finish. The word
+/// holds the call's tag in its high half and the programs finished in its low half, and 0
+/// between checks: the last sets it back. The first program to finish opens the count with a
+/// compare-and-swap to (tag, 1), from 0 or, in a fresh or poisoned workspace, from what it found
+/// there, in a second swap; the others find the tag there and add 1. Every program is counted
+/// once, at the swap or the add that succeeds, so the one that counts num_seqs comes after every
+/// other's answer. Three atomics at most (the last one more, to free the word), and no program
+/// spins on another: a compare-and-swap loop in every program would take one round trip per
+/// program in turn when they finish together, 64 for gqa-batch.
+/// Safe across streams: two checks share the word only when they share a workspace, and launches
+/// on one workspace are ordered (one stream), as for every other byte of it. Safe in a CUDA
+/// graph: a replay reuses the captured tag and finds 0. Wrong only when the word holds this
+/// call's tag before the check, which no check leaves: the tag is a hash of the call's number
+/// (call_tag), so only what else was in that memory matches it, by chance (2^-32); that call
+/// then reports a wrong fault or none, and the decode kernel still reads only the checked copy,
+/// which every program writes before it counts.
+__device__ bool finished_last(unsigned long long* word, std::uint32_t call, int num_seqs) {
+  const unsigned long long opened = (static_cast<unsigned long long>(call) << 32) | 1u;
+  unsigned long long expected = 0;  // what the check before left
+  for (int swap = 0; swap < 2; ++swap) {
+    const unsigned long long seen = atomicCAS(word, expected, opened);
+    if (seen == expected) {  // this program opened the count: it is the first to finish
+      if (num_seqs > 1) return false;
+      atomicExch(word, 0ull);
+      return true;
     }
-    return;
+    if (seen >> 32 == call) break;  // another program opened it
+    expected = seen;                // not a count of this call: replace it
   }
-  const auto used = static_cast<int>((std::int64_t{len} + p.block_size - 1) / p.block_size);  // pages_for(len)
-  const std::int32_t* row = c.block_tables + static_cast<std::int64_t>(seq) * p.max_blocks_per_seq;
-  int first = used;  // this thread's first bad entry; `used` when none
-#pragma unroll 4
-  for (int entry = static_cast<int>(threadIdx.x); entry < used; entry += kCheckThreads) {
-    const std::int32_t page = row[entry];
-    if ((page < 0 || page >= p.num_blocks) && entry < first) first = entry;
-  }
-  __shared__ int row_first;
-  if (threadIdx.x == 0) row_first = used;
-  __syncthreads();
-  if (first < used) atomicMin(&row_first, first);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    c.checked_lens[seq] = row_first == used ? len : 0;
-    c.fault_at[seq] = row_first == used ? -1 : row_first + 1;
-  }
+  // Opened by now: by this call's first swap that succeeded, which every program's failed swap
+  // after it sees. (Of the second swaps from one value only one succeeds; the others see it.)
+  const unsigned long long before = atomicAdd(word, 1ull);
+  if ((before & 0xffffffffu) + 1 != static_cast<unsigned long long>(num_seqs)) return false;
+  atomicExch(word, 0ull);  // every program has counted: the word is free for the next check
+  return true;
 }
 
-/// One program: the first faulty sequence (or, with none, the lengths' sum against
-/// total_context_len), as a TableFault in the record, unless a fault is pending there.
-__global__ void __launch_bounds__(kReportThreads) report_fault(TableCheck c) {
+/// The last program of a check: the first faulty sequence (or, with none, the lengths' sum
+/// against total_context_len), as a TableFault in the record, unless a fault is pending there.
+/// It reads what the other programs wrote past L1 (__ldcg), where this SM may hold older lines.
+__device__ void report_fault(const TableCheck& c) {
   const DecodeProblem& p = c.problem;
   int first = p.num_seqs;  // this thread's first faulty sequence
   unsigned long long total = 0;
-  for (int seq = static_cast<int>(threadIdx.x); seq < p.num_seqs; seq += kReportThreads) {
-    if (c.fault_at[seq] >= 0 && seq < first) first = seq;
-    total += static_cast<unsigned long long>(c.checked_lens[seq]);
+  for (int seq = static_cast<int>(threadIdx.x); seq < p.num_seqs; seq += kCheckThreads) {
+    if (__ldcg(c.fault_at + seq) >= 0 && seq < first) first = seq;
+    total += static_cast<unsigned long long>(__ldcg(c.checked_lens + seq));
   }
   __shared__ int batch_first;
   __shared__ unsigned long long batch_total;
@@ -321,7 +331,7 @@ __global__ void __launch_bounds__(kReportThreads) report_fault(TableCheck c) {
   if (batch_first < p.num_seqs) {
     const int seq = batch_first;
     const std::int32_t len = c.context_lens[seq];
-    const std::int32_t at = c.fault_at[seq];
+    const std::int32_t at = __ldcg(c.fault_at + seq);
     if (at == 0) {
       fault = {TableFault::Kind::context_len, seq, 0, len, len};
     } else {
@@ -344,6 +354,40 @@ __global__ void __launch_bounds__(kReportThreads) report_fault(TableCheck c) {
   *static_cast<volatile std::uint32_t*>(&record->pending) = 1;
 }
 
+/// Program `seq`: context_lens[seq] and, when it is in range, the used entries of its row, as
+/// validate_tables checks them; writes the checked length and the first bad place. The last
+/// program to finish then reports the check's first fault (report_fault).
+__global__ void __launch_bounds__(kCheckThreads) check_tables(TableCheck c) {
+  const int seq = static_cast<int>(blockIdx.x);
+  const DecodeProblem& p = c.problem;
+  const std::int32_t len = c.context_lens[seq];
+  const bool len_ok = len >= 0 && len <= p.max_context_len;
+  // pages_for(len); no entry is read for a bad length
+  const int used = len_ok ? static_cast<int>((std::int64_t{len} + p.block_size - 1) / p.block_size) : 0;
+  const std::int32_t* row = c.block_tables + static_cast<std::int64_t>(seq) * p.max_blocks_per_seq;
+  int first = used;  // this thread's first bad entry; `used` when none
+#pragma unroll 4
+  for (int entry = static_cast<int>(threadIdx.x); entry < used; entry += kCheckThreads) {
+    const std::int32_t page = row[entry];
+    if ((page < 0 || page >= p.num_blocks) && entry < first) first = entry;
+  }
+  __shared__ int row_first;
+  __shared__ bool last;
+  if (threadIdx.x == 0) row_first = used;
+  __syncthreads();
+  if (first < used) atomicMin(&row_first, first);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    c.checked_lens[seq] = len_ok && row_first == used ? len : 0;
+    c.fault_at[seq] = !len_ok ? 0 : row_first == used ? -1 : row_first + 1;
+    __threadfence();  // this program's answer is visible to the last before it counts as finished
+    last = finished_last(c.finished, c.call, p.num_seqs);
+    if (last) __threadfence();  // and the last reads the others' answers after their count
+  }
+  __syncthreads();
+  if (last) report_fault(c);
+}
+
 /// The record's host address: null until the first checked launch allocates it.
 std::atomic<FaultRecord*> host_record{nullptr};
 
@@ -361,21 +405,32 @@ FaultRecord* device_record() {
   }();
   return device;
 }
+
+/// A new call's tag for finished_last: murmur3's finalizer of the call's number (one to one, so
+/// no two of 2^32 calls share one), never 0 (the word between checks) or 0xffffffff (poison).
+std::uint32_t call_tag() {
+  static std::atomic<std::uint32_t> calls{0};
+  std::uint32_t x = calls.fetch_add(1, std::memory_order_relaxed);
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x == 0 || x == 0xffffffffu ? 1 : x;
+}
 }  // namespace
 
 void prepare_table_check() { device_record(); }
 
 const std::int32_t* check_tables_async(const DecodeView& view, void* scratch, const char* function, void* stream) {
   const DecodeProblem& p = view.problem;
-  auto* checked_lens = static_cast<std::int32_t*>(scratch);
+  auto* finished = static_cast<unsigned long long*>(scratch);
+  auto* checked_lens = reinterpret_cast<std::int32_t*>(finished + 1);
   if (p.num_seqs == 0) return checked_lens;
-  const TableCheck c{p, view.block_tables, view.context_lens, checked_lens, checked_lens + p.num_seqs, function,
-                     device_record()};
-  const auto s = static_cast<cudaStream_t>(stream);
-  check_tables<<<static_cast<unsigned>(p.num_seqs), kCheckThreads, 0, s>>>(c);
+  const TableCheck c{p, view.block_tables, view.context_lens, finished, checked_lens, checked_lens + p.num_seqs,
+                     call_tag(), function, device_record()};
+  check_tables<<<static_cast<unsigned>(p.num_seqs), kCheckThreads, 0, static_cast<cudaStream_t>(stream)>>>(c);
   check(cudaGetLastError(), "launch of the checked mode's check_tables");
-  report_fault<<<1, kReportThreads, 0, s>>>(c);
-  check(cudaGetLastError(), "launch of the checked mode's report_fault");
   return checked_lens;
 }
 

@@ -82,11 +82,12 @@ class Event {
 void synchronize(std::string_view what);
 
 /// Bytes of device scratch the checked mode needs for \p num_seqs sequences
-/// (check_tables_async): the checked copy of the context lengths and each sequence's fault, 4
-/// bytes each, rounded up to 256 bytes so that what follows it in a workspace keeps
-/// cudaMalloc's alignment.
+/// (check_tables_async): an 8-byte count of the check's programs that finished, then the checked
+/// copy of the context lengths and each sequence's fault, 4 bytes each, rounded up to 256 bytes
+/// so that what follows it in a workspace keeps cudaMalloc's alignment; none for an empty batch.
 constexpr std::size_t table_check_bytes(int num_seqs) {
-  return (std::size_t{8} * static_cast<std::size_t>(num_seqs) + 255) / 256 * 256;
+  if (num_seqs <= 0) return 0;
+  return (8 + std::size_t{8} * static_cast<std::size_t>(num_seqs) + 255) / 256 * 256;
 }
 
 /// Allocates, once for the process, the mapped host memory check_tables_async records a fault
@@ -95,16 +96,17 @@ constexpr std::size_t table_check_bytes(int num_seqs) {
 void prepare_table_check();
 
 /// The checked mode of a launch on the GPU (DecodeView::checked), without a wait: enqueues on
-/// \p stream (a cudaStream_t) two small kernels that check \p view's context lengths and the
+/// \p stream (a cudaStream_t) one small kernel that checks \p view's context lengths and the
 /// used entries of its block tables (device memory) as validate_tables does, and returns the
-/// checked copy of the lengths they write into \p scratch (table_check_bytes(num_seqs) bytes of
-/// device memory): a sequence's length where it and every used entry of its row are valid, 0
-/// where one is not. A decode kernel launched after them on that stream and reading the copy
-/// computes nothing for a faulty sequence (a row of zeros) and reads none of its pages. The
-/// first fault in validate_tables's order (where there is none, a total_context_len that is not
-/// the lengths' sum) is recorded for the host with \p function, a string of static storage (the
-/// kernel entry's name), unless a fault is pending already; raise_table_fault throws it. Throws
-/// CudaError if a launch fails.
+/// checked copy of the lengths it writes into \p scratch (table_check_bytes(num_seqs) bytes of
+/// device memory, 8-byte aligned, holding anything: no launch on another stream may use it
+/// meanwhile): a sequence's length where it and every used entry of its row are valid, 0 where
+/// one is not. A decode kernel launched after it on that stream and reading the copy computes
+/// nothing for a faulty sequence (a row of zeros) and reads none of its pages. The kernel's last
+/// program to finish records the first fault in validate_tables's order (where there is none, a
+/// total_context_len that is not the lengths' sum) for the host with \p function, a string of
+/// static storage (the kernel entry's name), unless a fault is pending already;
+/// raise_table_fault throws it. Throws CudaError if the launch fails.
 const std::int32_t* check_tables_async(const DecodeView& view, void* scratch, const char* function, void* stream);
 
 /// Throws the ArgumentError of the table fault a checked launch recorded, with the message the
