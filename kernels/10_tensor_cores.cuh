@@ -42,7 +42,8 @@ struct Shape {
 /// 32 tokens, 64 channels a warp, 2 stages: two warps a program at head dim 128, 32 KB of shared
 /// memory, 6 programs an SM on the H200. With the copies of the next tile issued before the wait
 /// for this one, two tiles are in flight while a program waits. The fastest of the shapes tried
-/// on the H200 on the large and the small workloads alike (lab/perf-log.md, v67).
+/// on the H200 on the large and the small workloads alike (lab/perf-log.md, v67); one warp of 128
+/// channels on 16-token tiles, 4 stages, was 9% slower on full batches (v73).
 inline constexpr Shape kShape{32, 64, 2};
 /// For a group of more than 16 heads, which has a warp for each 16 heads already: 128 channels a
 /// warp, so that a program of 32 heads at head dim 128 has two warps, not four that each compute
@@ -53,16 +54,8 @@ inline constexpr Shape kWideShape{32, 128, 2};
 /// channel blocks) spent most of their stalls at the barriers, not waiting for memory, and ran
 /// at 82% of the datasheet against 87% with 64 (lab/perf-log.md, v69).
 inline constexpr Shape kLongTileShape{64, 64, 2};
-/// For a full batch (full_batch) at head dim 128 with at most 16 heads a group: one warp a
-/// program, all 128 channels, 16-token tiles and 4 stages, the same 32 KB of shared memory. With
-/// kShape both warps compute the tile's scores; here they are computed once. On the H200 this
-/// ran 2-3% faster than kShape at every group of 1 to 16 on gqa-batch's bytes, and on
-/// small-batch, mha-batch and long-single, in the same call (lab/perf-log.md, v72). On a ragged
-/// batch the longest sequence's programs run nearly alone on their SMs, and there one warp
-/// issues its copies and its arithmetic too slowly: ragged-skew took 453 µs against 371-435.
-inline constexpr Shape kOneWarpShape{16, 128, 4};
 /// Every shape a kernel is compiled for; shape_for picks one.
-inline constexpr Shape kShapes[] = {kShape, kWideShape, kLongTileShape, kOneWarpShape};
+inline constexpr Shape kShapes[] = {kShape, kWideShape, kLongTileShape};
 
 /// Warps that split a head dim's output channels (part_dims or fewer each, in blocks of 16).
 __host__ __device__ constexpr int parts_for(int head_dim, int part_dims) { return (head_dim + part_dims - 1) / part_dims; }
@@ -364,19 +357,11 @@ inline std::size_t shared_bytes(const DecodeProblem& p, const Shape& shape) {
   return std::size_t(shape.stages) * stage_floats(p.head_dim, shape.tile) * sizeof(float);
 }
 
-/// Whether every sequence of \p p is at least 3/4 of the longest, as far as the plan knows:
-/// from total_context_len, the caller's hint (0, unknown, counts as ragged).
-inline bool full_batch(const DecodeProblem& p) {
-  return p.total_context_len * 4 >= std::int64_t{3} * p.num_seqs * p.max_context_len && p.total_context_len > 0;
-}
-
 /// The index in kShapes of the shape of a program for \p p: kWideShape for a group of more than
-/// 16 heads (at a head dim over 64: at 64 it is kShape), kLongTileShape at head dim 112,
-/// kOneWarpShape for a full batch at head dim 128, else kShape.
+/// 16 heads (at a head dim over 64: at 64 it is kShape), kLongTileShape at head dim 112, else kShape.
 inline int shape_for(const DecodeProblem& p) {
   if (p.group_size() > kHeadsPerWarp) return p.head_dim > kShape.part_dims ? 1 : 0;
-  if (p.head_dim == 112) return 2;
-  return p.head_dim == 128 && full_batch(p) ? 3 : 0;
+  return p.head_dim == 112 ? 2 : 0;
 }
 
 /// Calls `f(kernel, T{}, head_dim)` with the tensor_core_split_decode instantiation for \p p's
@@ -395,7 +380,6 @@ void with_kernel(const DecodeProblem& p, F&& f) {
     if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(storage)>, float>) {
       if constexpr (D > kShape.part_dims) if (shape == 1) return call(std::integral_constant<int, 1>{});
       if constexpr (D == 112) if (shape == 2) return call(std::integral_constant<int, 2>{});
-      if constexpr (D == 128) if (shape == 3) return call(std::integral_constant<int, 3>{});
       call(std::integral_constant<int, 0>{});
     }
   });

@@ -197,29 +197,6 @@ TEST_CASE("step10: K fragments read transposed give numbers the oracle rejects",
   }
 }
 
-TEST_CASE("step10: a full batch at head dim 128 runs one warp on 16-token tiles, a ragged one two warps", "[mma][step10]") {
-  // full_batch: every length at least 3/4 of the longest (from total_context_len).
-  // 107 tokens against 3 x 40: full; 85: ragged.
-  for (const std::vector<int>& lens : {std::vector<int>{40, 37, 30}, std::vector<int>{40, 5, 40}}) {
-    WorkloadSpec spec = debug_spec();
-    spec.dtype = DType::bf16;
-    spec.head_dim = 128;
-    spec.num_q_heads = 16;
-    spec.num_kv_heads = 2;
-    spec.context_lens = lens;
-    const Workload workload = make_workload(spec);
-    const bool full = lens[1] == 37;
-    REQUIRE(k::step10::full_batch(workload.problem) == full);
-    const RunOutput run = run_emulator(kernel(10, Backend::emulator), workload, {});
-    INFO("lengths " << lens[0] << ", " << lens[1] << ", " << lens[2] << ": " << run.plan.description);
-    REQUIRE(run.plan.threads == (full ? 32 : 64));
-    REQUIRE(run.plan.description.find(full ? "tile 16, 4 stages" : "tile 32, 2 stages") != std::string::npos);
-    const CompareResult result = check_against_oracle(workload, oracle_rows(workload), run.out, true);
-    INFO(result.summary());
-    REQUIRE(result.ok);
-  }
-}
-
 }  // namespace
 
 namespace {
