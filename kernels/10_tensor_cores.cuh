@@ -13,8 +13,9 @@
 /// the group and each 64 output channels (kShape; shape_for says where another shape is used),
 /// sharing one pipeline of asynchronous copies: K and V go to shared memory a tile of 32 tokens
 /// at a time, two tiles in flight, in a swizzled layout that `ldmatrix` reads out in fragment order without bank conflicts. Step
-/// 09's block-table prefetch, merge and overlapped merge launch are kept, and its split count,
-/// with splits of at least 512 tokens.
+/// 09's block-table prefetch, merge and overlapped merge launch are kept (with one split the
+/// split kernel writes the output itself), and its split count, with splits of at least 512
+/// tokens.
 ///
 ///     build/current/steps/step10_tensor_cores --help
 
@@ -104,11 +105,13 @@ __device__ __forceinline__ void load_query_fragments(const DecodeArgs<T>& args, 
 
 // [kernel]
 /// Program (kv_head, seq, split), one warp for each 16 heads of the group times each part of
-/// the head dim: the group's attention over the split's tokens, unnormalised, to the partials.
+/// the head dim: the group's attention over the split's tokens, unnormalised, to the partials;
+/// or, when \p direct (the plan has one split, so the split is the whole sequence), divided by
+/// its sum to the output, with the same bits the merge would write and no merge to wait for.
 /// TRANSPOSED_K plants a bug for the test that checks the oracle sees one: the K fragments are
 /// read transposed.
 template <class T, int HEAD_DIM, bool TRANSPOSED_K, int TILE, int PART_DIMS, int STAGES>
-__global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, bool prefetch_table) {
+__global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, bool prefetch_table, bool direct) {
   constexpr int kChunks = TILE / 16;                          // 16-token chunks of a tile: P·V's k steps
   constexpr int kBlocks = HEAD_DIM / 16;                      // 16-channel blocks of a row
   constexpr int kParts = parts_for(HEAD_DIM, PART_DIMS);      // warps that share a tile's P·V
@@ -318,14 +321,18 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
   }
   async_wait<0>();  // the empty groups past the last tile
 
-  // A row's sum over its four lanes; then each lane writes its rows' channels of the partials.
+  // A row's sum over its four lanes; then each lane writes its rows' channels of the partials
+  // (or of the output: acc / sum, 0 for an empty range, as merge_splits writes one split).
   PA_UNROLL
   for (int r = 0; r < 2; ++r) {
     running_sum[r] += __shfl_xor_sync(0xffffffffu, running_sum[r], 1);
     running_sum[r] += __shfl_xor_sync(0xffffffffu, running_sum[r], 2);
     const int row = mma_layout::c_row(lane, 2 * r);
     if (rows_first + row >= group_size) continue;  // a padding row
-    const std::int64_t slot = (static_cast<std::int64_t>(seq) * args.num_q_heads + first_head + row) * partials.splits + split;
+    const std::int64_t head_row = static_cast<std::int64_t>(seq) * args.num_q_heads + first_head + row;
+    const std::int64_t slot = head_row * partials.splits + split;
+    const float sum = running_sum[r];
+    auto normalised = [&](float acc) { return from_float<T>(sum == 0.0f ? 0.0f : acc / sum); };
     PA_UNROLL
     for (int i = 0; i < kMyBlocks; ++i) {
       const int block = part + kParts * i;
@@ -333,10 +340,14 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
       PA_UNROLL
       for (int h = 0; h < 2; ++h) {
         const int channel = block * 16 + 8 * h + mma_layout::c_col(lane, 2 * r);
-        store_vec<2>(partials.accs, slot * HEAD_DIM + channel, Vec<float, 2>{{o[i][h][2 * r], o[i][h][2 * r + 1]}});
+        if (direct)
+          store_vec<2>(args.out, head_row * HEAD_DIM + channel,
+                       Vec<T, 2>{{normalised(o[i][h][2 * r]), normalised(o[i][h][2 * r + 1])}});
+        else
+          store_vec<2>(partials.accs, slot * HEAD_DIM + channel, Vec<float, 2>{{o[i][h][2 * r], o[i][h][2 * r + 1]}});
       }
     }
-    if (part == 0 && lane % 4 == 0) {
+    if (!direct && part == 0 && lane % 4 == 0) {
       partials.maxes[slot] = running_max[r];
       partials.sums[slot] = running_sum[r];
     }
@@ -436,6 +447,15 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
 }
 // [plan]
 
+/// Threads of a merge program (step 09's merge_splits): at most kMergeDirectSplits splits take
+/// one thread a channel, so a warp-rounded head dim, not step 09's 512, of which all but
+/// head_dim would wait. With 512, the 512 merge programs of small-batch cannot all be resident
+/// beside the split kernel's programs; with 128 they can, and small-batch took 38.8 µs against
+/// 39.1 (lab/perf-log.md, v74).
+inline int merge_threads(int head_dim, int splits) {
+  return splits <= step09::kMergeDirectSplits ? (head_dim + 31) / 32 * 32 : step09::kMergeThreads;
+}
+
 /// launch(), with the K fragments read transposed when \p transposed_k: the planted bug of
 /// tests/test_mma.cpp, which the oracle must catch.
 inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stream, bool transposed_k) {
@@ -447,10 +467,11 @@ inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stre
     using T = std::remove_cvref_t<decltype(storage)>;
     constexpr int D = decltype(head_dim)::value;
     const DecodeArgs<T> args = make_args<T>(view);
+    const bool direct = plan.splits == 1;
     launch_kernel("step10_split_decode", kernel, dim3(plan.grid[0], plan.grid[1], plan.grid[2]), dim3(plan.threads),
-                  plan.shared_bytes, stream, args, partials, true);
-    launch_kernel_overlapped("step10_merge_splits", step09::merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs),
-                             dim3(step09::kMergeThreads), 0, stream, args, partials);
+                  plan.shared_bytes, stream, args, partials, true, direct);
+    if (!direct) launch_kernel_overlapped("step10_merge_splits", step09::merge_splits<T, D>, dim3(p.num_q_heads, p.num_seqs),
+                             dim3(merge_threads(D, plan.splits)), 0, stream, args, partials);
   };
   if constexpr (kBackend == Backend::emulator) {  // the planted bug is compiled for the emulator's test only
     if (transposed_k) return with_kernel<true>(p, run);
