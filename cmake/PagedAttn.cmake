@@ -2,6 +2,16 @@
 # these, so no folder repeats another's build logic.
 
 # ---------------------------------------------------------------------------------------------
+# pagedattn_test_timeout(<seconds> <test>...)
+#   Gives the tests a time limit of <seconds> in a plain build, PAGEDATTN_TIMEOUT_SCALE times
+#   that under the sanitizers (the top-level CMakeLists.txt says why).
+# ---------------------------------------------------------------------------------------------
+function(pagedattn_test_timeout seconds)
+  math(EXPR limit "${seconds} * ${PAGEDATTN_TIMEOUT_SCALE}")
+  set_tests_properties(${ARGN} PROPERTIES TIMEOUT ${limit})
+endfunction()
+
+# ---------------------------------------------------------------------------------------------
 # pagedattn_add_kernel(<NN> <name>)
 #   Compiles kernels/<NN>_<name>.cuh once for the emulator (g++) and, when CUDA is built, once
 #   for the GPU (nvcc), from the same source, into the library pagedattn_kernel_<NN>. Each
@@ -75,7 +85,8 @@ function(pagedattn_add_step folder)
   target_link_libraries(bench${folder} PRIVATE pagedattn_bench)
   if(BUILD_TESTING)
     add_test(NAME step${folder}.smoke COMMAND step${folder} --quiet)
-    set_tests_properties(step${folder}.smoke PROPERTIES LABELS "step" TIMEOUT 300)
+    set_tests_properties(step${folder}.smoke PROPERTIES LABELS "step")
+    pagedattn_test_timeout(300 step${folder}.smoke)
   endif()
 endfunction()
 
@@ -101,10 +112,11 @@ function(pagedattn_add_test name)
   if(Catch2_VERSION VERSION_LESS 3)
     set(extra_args EXTRA_ARGS --warn NoTests)
   endif()
+  math(EXPR limit "600 * ${PAGEDATTN_TIMEOUT_SCALE}")
   catch_discover_tests(${name}
     TEST_PREFIX "${name}."
     ${extra_args}
-    PROPERTIES LABELS "${labels}" SKIP_REGULAR_EXPRESSION "PA_SKIPPED" SKIP_RETURN_CODE 4 TIMEOUT 600)
+    PROPERTIES LABELS "${labels}" SKIP_REGULAR_EXPRESSION "PA_SKIPPED" SKIP_RETURN_CODE 4 TIMEOUT ${limit})
 endfunction()
 
 # ---------------------------------------------------------------------------------------------
@@ -119,6 +131,7 @@ function(pagedattn_add_example folder)
   target_link_libraries(example${folder} PRIVATE pagedattn_harness_core pagedattn_api)
   if(BUILD_TESTING)
     add_test(NAME example${folder}.run COMMAND example${folder})
-    set_tests_properties(example${folder}.run PROPERTIES LABELS "example" TIMEOUT 300)
+    set_tests_properties(example${folder}.run PROPERTIES LABELS "example")
+    pagedattn_test_timeout(300 example${folder}.run)
   endif()
 endfunction()
