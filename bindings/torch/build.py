@@ -72,9 +72,9 @@ def main() -> int:
         # tree's, which may be at another revision.
         extra_include_paths=[include],
         # The project's headers are C++20 (cpp_extension's own -std=c++17 comes first; the last
-        # -std wins). Warnings are shown but are not errors, unlike everywhere else in the project:
-        # this compiles with whichever compiler the torch machine has, which CI never sees (the
-        # binding builds without one under g++ 12 with -Werror; torch's headers are -isystem).
+        # -std wins). Warnings are not errors, unlike everywhere else in the project (--verbose
+        # shows them): this compiles with whichever compiler the torch machine has, which CI never
+        # sees (the binding builds without one under g++ 12 with -Werror; torch's headers are -isystem).
         extra_cflags=["-O2", "-std=c++20", "-Wall", "-Wextra"],
         # The kit's archives as one group (their order is kit.json's), their symbols kept out of
         # the module's dynamic symbol table so they can clash with nothing else in the process.
