@@ -104,14 +104,17 @@ __device__ __forceinline__ void load_query_fragments(const DecodeArgs<T>& args, 
 // [fragments]
 
 // [kernel]
-/// Program (kv_head, seq, split), one warp for each 16 heads of the group times each part of
-/// the head dim: the group's attention over the split's tokens, unnormalised, to the partials;
-/// or, when \p direct (the plan has one split, so the split is the whole sequence), divided by
-/// its sum to the output, with the same bits the merge would write and no merge to wait for.
+/// The attention of the query-head group of \p kv_head of \p seq over tokens [begin, end), by a
+/// program of one warp for each 16 heads of the group times each part of the head dim (step 10's
+/// program, and step 11's for each item of its work list). When \p direct, the result divided by
+/// its sum goes to the output; else it goes unnormalised to \p partials, head h of the group (its
+/// output row head_row) at slot `slot_of(head_row, h)`. \p shared holds the stages
+/// (shared_bytes()); the caller orders this call after any earlier use of them by a barrier.
 /// TRANSPOSED_K plants a bug for the test that checks the oracle sees one: the K fragments are
 /// read transposed.
-template <class T, int HEAD_DIM, bool TRANSPOSED_K, int TILE, int PART_DIMS, int STAGES>
-__global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, bool prefetch_table, bool direct) {
+template <class T, int HEAD_DIM, bool TRANSPOSED_K, int TILE, int PART_DIMS, int STAGES, class Shared, class SlotOf>
+__device__ __forceinline__ void tensor_core_attend(const DecodeArgs<T>& args, int seq, int kv_head, int begin, int end,
+                                                   Shared shared, bool direct, const Partials& partials, SlotOf slot_of) {
   constexpr int kChunks = TILE / 16;                          // 16-token chunks of a tile: P·V's k steps
   constexpr int kBlocks = HEAD_DIM / 16;                      // 16-channel blocks of a row
   constexpr int kParts = parts_for(HEAD_DIM, PART_DIMS);      // warps that share a tile's P·V
@@ -119,15 +122,6 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
   constexpr int kUnits = row_units(HEAD_DIM);
   constexpr int kTileUnits = TILE * kUnits;                          // of a tile's K, and of its V
   constexpr int kStage = stage_floats(HEAD_DIM, TILE);
-  PA_DYNAMIC_SHARED(float, shared);
-  allow_next_kernel();  // the merge may take the SMs this grid leaves free; it waits for our partials
-  const int kv_head = blockIdx.x;
-  const int seq = blockIdx.y;
-  const int split = blockIdx.z;
-  if (prefetch_table) step09::prefetch_split_table(args, seq, split, partials.partition);
-  const int context_len = args.context_lens[seq];
-  const int begin = std::min(split * partials.partition, context_len);
-  const int end = std::min(begin + partials.partition, context_len);
   const int tiles = (end - begin + TILE - 1) / TILE;
 
   const int lane = threadIdx.x % 32;
@@ -330,7 +324,7 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
     const int row = mma_layout::c_row(lane, 2 * r);
     if (rows_first + row >= group_size) continue;  // a padding row
     const std::int64_t head_row = static_cast<std::int64_t>(seq) * args.num_q_heads + first_head + row;
-    const std::int64_t slot = head_row * partials.splits + split;
+    const std::int64_t slot = slot_of(head_row, rows_first + row);
     const float sum = running_sum[r];
     auto normalised = [&](float acc) { return from_float<T>(sum == 0.0f ? 0.0f : acc / sum); };
     PA_UNROLL
@@ -352,6 +346,26 @@ __global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, 
       partials.sums[slot] = running_sum[r];
     }
   }
+}
+
+/// Program (kv_head, seq, split): tensor_core_attend over the split's tokens, unnormalised, to
+/// the partials (slot head_row * splits + split); or, when \p direct (the plan has one split, so
+/// the split is the whole sequence), divided by its sum to the output, with the same bits the
+/// merge would write and no merge to wait for.
+template <class T, int HEAD_DIM, bool TRANSPOSED_K, int TILE, int PART_DIMS, int STAGES>
+__global__ void tensor_core_split_decode(DecodeArgs<T> args, Partials partials, bool prefetch_table, bool direct) {
+  PA_DYNAMIC_SHARED(float, shared);
+  allow_next_kernel();  // the merge may take the SMs this grid leaves free; it waits for our partials
+  const int kv_head = blockIdx.x;
+  const int seq = blockIdx.y;
+  const int split = blockIdx.z;
+  if (prefetch_table) step09::prefetch_split_table(args, seq, split, partials.partition);
+  const int context_len = args.context_lens[seq];
+  const int begin = std::min(split * partials.partition, context_len);
+  const int end = std::min(begin + partials.partition, context_len);
+  tensor_core_attend<T, HEAD_DIM, TRANSPOSED_K, TILE, PART_DIMS, STAGES>(
+      args, seq, kv_head, begin, end, shared, direct, partials,
+      [&](std::int64_t head_row, int) { return head_row * partials.splits + split; });
 }
 // [kernel]
 
@@ -375,30 +389,80 @@ inline int shape_for(const DecodeProblem& p) {
   return p.head_dim == 112 ? 2 : 0;
 }
 
+/// Calls `f(T{}, head_dim, shape)` with \p p's storage type (bf16 or f16), head dim and the index
+/// of its shape in kShapes (shape_for), each a compile-time constant: what instantiates a kernel
+/// of the tensor-core rungs for \p p. Calls nothing for f32, which the plans refuse first.
+template <class F>
+void dispatch_shape(const DecodeProblem& p, F&& f) {
+  const int shape = shape_for(p);
+  dispatch_problem(p, [&](auto storage, auto head_dim) {
+    constexpr int D = decltype(head_dim)::value;
+    // std::remove_cvref_t<decltype(storage)>, not an alias of it: see step09::with_kernel.
+    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(storage)>, float>) {
+      if constexpr (D > kShape.part_dims) if (shape == 1) return f(storage, head_dim, std::integral_constant<int, 1>{});
+      if constexpr (D == 112) if (shape == 2) return f(storage, head_dim, std::integral_constant<int, 2>{});
+      f(storage, head_dim, std::integral_constant<int, 0>{});
+    }
+  });
+}
+
 /// Calls `f(kernel, T{}, head_dim)` with the tensor_core_split_decode instantiation for \p p's
 /// storage type (bf16 or f16), head dim and shape (shape_for).
 template <bool TRANSPOSED_K = false, class F>
 void with_kernel(const DecodeProblem& p, F&& f) {
-  const int shape = shape_for(p);
-  dispatch_problem(p, [&](auto storage, auto head_dim) {
-    // std::remove_cvref_t<decltype(storage)>, not an alias of it: see step09::with_kernel.
+  dispatch_shape(p, [&](auto storage, auto head_dim, auto index) {
     using T = std::remove_cvref_t<decltype(storage)>;
     constexpr int D = decltype(head_dim)::value;
-    auto call = [&](auto index) {
-      constexpr Shape s = kShapes[decltype(index)::value];
-      f(tensor_core_split_decode<T, D, TRANSPOSED_K, s.tile, s.part_dims, s.stages>, storage, head_dim);
-    };
-    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(storage)>, float>) {
-      if constexpr (D > kShape.part_dims) if (shape == 1) return call(std::integral_constant<int, 1>{});
-      if constexpr (D == 112) if (shape == 2) return call(std::integral_constant<int, 2>{});
-      call(std::integral_constant<int, 0>{});
-    }
+    constexpr Shape s = kShapes[decltype(index)::value];
+    f(tensor_core_split_decode<T, D, TRANSPOSED_K, s.tile, s.part_dims, s.stages>, storage, head_dim);
   });
 }
 
 /// The fewest tokens a split takes when the plan chooses (step 09's rule takes 256): on the H200
 /// `long-single` and `small-batch` ran fastest at 512 tokens a split (lab/perf-log.md, v64).
 inline constexpr int kMinTokensPerSplit = 512;
+
+/// Refuses f32 storage, naming \p kernel: tensor cores multiply 16-bit inputs.
+inline void require_16_bit(const DecodeProblem& p, const char* kernel) {
+  PA_REQUIRE(p.dtype == DType::bf16 || p.dtype == DType::f16, kernel, "dtype",
+             "bf16 or f16 (tensor cores multiply 16-bit inputs here; f32 runs on step 09)", dtype_name(p.dtype));
+}
+
+/// A tensor-core rung's plan as far as its program decides it: the warps for \p p (refused, naming
+/// \p kernel, past 32), threads, shared memory, and the programs one SM holds of the kernel that
+/// `with(p, f)` hands `f` as with_kernel does (the occupancy calculator; refused when none fits).
+template <class With>
+LaunchPlan program_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device,
+                        const char* kernel, With with) {
+  const Shape shape = kShapes[shape_for(p)];
+  const int warps = warps_for(p, shape);
+  PA_REQUIRE(warps <= 32, kernel, "num_q_heads / num_kv_heads",
+             cat("a group of at most ", 32 / parts_for(p.head_dim, shape.part_dims) * kHeadsPerWarp, " heads at head dim ", p.head_dim,
+                 " (one warp per 16 heads, 32 warps a program)"),
+             p.group_size());
+  LaunchPlan out;
+  out.problem = p;
+  out.options = options;
+  out.threads = warps * 32;
+  out.shared_bytes = shared_bytes(p, shape);
+  with(p, [&](auto kernel_function, auto, auto) {
+    out.resident_per_sm = out.shared_bytes <= device.shared_per_block_optin
+                              ? resident_programs_per_sm(kernel_function, out.threads, out.shared_bytes, device)
+                              : 0;
+  });
+  step07::require_fits(out, device, kernel);
+  return out;
+}
+
+/// "a warp for each 16 heads and 64 channels, tile 32, 2 stages, 6 programs an SM on <device>":
+/// a tensor-core program as program_plan made it.
+inline std::string describe_program(const LaunchPlan& plan, const DeviceLimits& device) {
+  const DecodeProblem& p = plan.problem;
+  const Shape shape = kShapes[shape_for(p)];
+  const int parts = parts_for(p.head_dim, shape.part_dims);
+  return cat("a warp for each 16 heads and ", (p.head_dim / 16 + parts - 1) / parts * 16, " channels, tile ", shape.tile,
+             ", ", shape.stages, " stages, ", plan.resident_per_sm, " programs an SM on ", device.name);
+}
 
 // [plan]
 /// The plan: the program's warps and shared memory from the problem, the programs one SM holds
@@ -410,27 +474,10 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
   require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kName);
   step05::require_vector_layout(p, kName);
   step07::require_split_options(options, kName);
-  PA_REQUIRE(p.dtype == DType::bf16 || p.dtype == DType::f16, kName, "dtype",
-             "bf16 or f16 (tensor cores multiply 16-bit inputs here; f32 runs on step 09)", dtype_name(p.dtype));
+  require_16_bit(p, kName);
   PA_REQUIRE(p.num_seqs <= 65535, kName, "num_seqs", "at most 65535 (the grid's y limit: sequences are its second axis)",
              p.num_seqs);
-  const Shape shape = kShapes[shape_for(p)];
-  const int warps = warps_for(p, shape);
-  PA_REQUIRE(warps <= 32, kName, "num_q_heads / num_kv_heads",
-             cat("a group of at most ", 32 / parts_for(p.head_dim, shape.part_dims) * kHeadsPerWarp, " heads at head dim ", p.head_dim,
-                 " (one warp per 16 heads, 32 warps a program)"),
-             p.group_size());
-  LaunchPlan out;
-  out.problem = p;
-  out.options = options;
-  out.threads = warps * 32;
-  out.shared_bytes = shared_bytes(p, shape);
-  with_kernel(p, [&](auto kernel, auto, auto) {
-    out.resident_per_sm = out.shared_bytes <= device.shared_per_block_optin
-                              ? resident_programs_per_sm(kernel, out.threads, out.shared_bytes, device)
-                              : 0;
-  });
-  step07::require_fits(out, device, kName);
+  LaunchPlan out = program_plan(p, options, device, kName, [](const DecodeProblem& q, auto&& f) { with_kernel(q, f); });
   const std::int64_t pairs = std::int64_t{p.num_seqs} * p.num_kv_heads;
   out.splits = step09::choose_splits(p, pairs, out.resident_per_sm, out.threads, options, device, kMinTokensPerSplit);
   out.options.num_splits = out.splits;
@@ -438,11 +485,7 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
   out.grid[1] = static_cast<unsigned>(p.num_seqs);
   out.grid[2] = static_cast<unsigned>(out.splits);
   out.workspace_bytes = partials_bytes(p, out.splits);
-  out.description = cat(describe_launch(out), ", a warp for each 16 heads and ",
-                        (p.head_dim / 16 + parts_for(p.head_dim, shape.part_dims) - 1) / parts_for(p.head_dim, shape.part_dims) * 16,
-                        " channels, tile ", shape.tile, ", ", shape.stages, " stages, ",
-                        out.resident_per_sm, " programs an SM on ", device.name, "; ",
-                        step07::describe_splits(p, out.splits));
+  out.description = cat(describe_launch(out), ", ", describe_program(out, device), "; ", step07::describe_splits(p, out.splits));
   return out;
 }
 // [plan]
