@@ -71,6 +71,12 @@ void require_knobs(const KernelOptions& options, unsigned knobs, std::string_vie
   }
 }
 
+LaunchPlan plan_for(const KernelEntry& entry, const DecodeProblem& problem, std::span<const std::int32_t> context_lens,
+                    const KernelOptions& options, const DeviceLimits& device) {
+  return entry.plan_lengths ? entry.plan_lengths(problem, context_lens, options, device)
+                            : entry.plan(problem, options, device);
+}
+
 std::string describe_launch(const LaunchPlan& plan) {
   return cat("grid ", plan.grid[0], " x ", plan.grid[1], " x ", plan.grid[2], " programs of ", plan.threads,
              plan.threads == 1 ? " thread, " : " threads, ", plan.shared_bytes, " B shared memory");

@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 
 #include "common/problem.h"
@@ -64,6 +66,15 @@ enum Knob : unsigned {
 /// or sets one to a negative value.
 void require_knobs(const KernelOptions& options, unsigned knobs, std::string_view function);
 
+/// Tables a plan works out for its launches beyond the grid (step 11's work list). A rung that
+/// makes them derives its own from this, and its launch finds them with dynamic_cast, which also
+/// tells one backend's from another's. Made by the plan, in the memory the backend's kernels
+/// read (the device's for CUDA), so that no launch allocates (a launch captured in a CUDA graph
+/// may not); launches only read them.
+struct PlanTables {
+  virtual ~PlanTables() = default;
+};
+
 /// What a kernel runs for one problem, worked out once by KernelEntry::plan (which checks the
 /// problem): the launch that KernelEntry::launch then makes, as many times as asked.
 struct LaunchPlan {
@@ -76,6 +87,10 @@ struct LaunchPlan {
   int splits = 1;                ///< programs one (sequence, head) is split across
   int resident_per_sm = 0;       ///< programs one SM holds at once (0: not asked)
   std::string description;       ///< one line: grid, threads, shared memory, and what the step adds
+  /// The plan's tables, for a rung whose launch needs more than the grid (step 11: its work
+  /// list); null for the others. The plan's copies share them and the last frees them, so a plan
+  /// must outlive its launches, and any CUDA graph that captured one of them.
+  std::shared_ptr<const PlanTables> tables;
 };
 
 /// "grid 64 x 32 x 1 programs of 128 threads, 4096 B shared memory": the start of every
@@ -146,6 +161,19 @@ struct KernelEntry {
   /// multiply of 16-bit inputs must (step 10). The plain loop it is held to then rounds them too
   /// (docs/design/CORRECTNESS.md, rule 5).
   bool weights_in_storage_type = false;
+  /// For a rung whose plan reads the host copy of the context lengths (step 11 balances its work
+  /// by them): plan() for a batch with those lengths, one a sequence, each in
+  /// [0, max_context_len] (else an ArgumentError naming the sequence, as validate_tables words
+  /// it). The launches still read the lengths on the backend's side, so the plan serves any
+  /// lengths of its problem, and the ones it was made for best. nullptr for a rung whose plan
+  /// reads the problem alone; plan_for() calls whichever the rung has.
+  LaunchPlan (*plan_lengths)(const DecodeProblem&, std::span<const std::int32_t>, const KernelOptions&,
+                             const DeviceLimits&) = nullptr;
 };
+
+/// \p entry's plan for \p problem when the host copy of its context lengths, \p context_lens, is
+/// at hand: entry.plan_lengths where the rung has one, else entry.plan, which needs the problem alone.
+LaunchPlan plan_for(const KernelEntry& entry, const DecodeProblem& problem, std::span<const std::int32_t> context_lens,
+                    const KernelOptions& options, const DeviceLimits& device);
 
 }  // namespace pa

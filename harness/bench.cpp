@@ -157,7 +157,8 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
   Cached& c = cached(workload_name);
   LaunchPlan plan;
   try {
-    plan = entry.plan(c.host.problem, options, gpu::device_info().limits);  // once: every timed launch reuses it
+    // once: every timed launch reuses it (a rung that balances by the lengths plans for the workload's)
+    plan = plan_for(entry, c.host.problem, c.host.context_lens, options, gpu::device_info().limits);
   } catch (const ArgumentError& refused) {
     state.SkipWithError(cat("refused: ", refused.what()).c_str());
     for (auto _ : state) {

@@ -54,7 +54,7 @@ double max_difference(const DecodeProblem& p, const std::vector<std::byte>& a, c
 // ----- running kernels -----------------------------------------------------------------------
 
 RunOutput run_emulator(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options) {
-  const LaunchPlan plan = kernel.plan(workload.problem, options, DeviceLimits::pretend_h200());
+  const LaunchPlan plan = plan_for(kernel, workload.problem, workload.context_lens, options, DeviceLimits::pretend_h200());
   RunOutput run;
   run.out.assign(workload.out_bytes(), kPoison);
   std::vector<std::byte> workspace(plan.workspace_bytes, kPoison);
@@ -154,7 +154,7 @@ double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, cons
 
 RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options,
                   int timed_runs) {
-  const LaunchPlan plan = kernel.plan(workload.problem, options, gpu::device_info().limits);
+  const LaunchPlan plan = plan_for(kernel, workload.problem, workload.context_lens, options, gpu::device_info().limits);
   DeviceWorkload device(workload);
   const DecodeView view = device.view(plan.workspace_bytes);
   device.poison();
@@ -710,15 +710,16 @@ void expand(std::vector<KernelOptions>& options, const std::vector<int>& values,
   options = std::move(expanded);
 }
 
-/// "  launch on <device>: ..." lines: the plan the pretend H200 of the emulator makes, and the
-/// GPU's when there is one. Nothing for a refused problem.
-void print_launch(int step, const DecodeProblem& problem, const KernelOptions& options, bool gpu_here,
-                  std::ostream& out) {
+/// "  launch on <device>: ..." lines: the plan the pretend H200 of the emulator makes for \p w,
+/// and the GPU's when there is one. Nothing for a refused problem.
+void print_launch(int step, const Workload& w, const KernelOptions& options, bool gpu_here, std::ostream& out) {
   try {  // each plan made before anything is printed: a refused one prints nothing
-    const std::string emulated = kernel(step, Backend::emulator).plan(problem, options, DeviceLimits::pretend_h200()).description;
+    const std::string emulated =
+        plan_for(kernel(step, Backend::emulator), w.problem, w.context_lens, options, DeviceLimits::pretend_h200()).description;
     out << "  launch in the emulator: " << emulated << '\n';
     if (gpu_here) {
-      const std::string real = kernel(step, Backend::cuda).plan(problem, options, gpu::device_info().limits).description;
+      const std::string real =
+          plan_for(kernel(step, Backend::cuda), w.problem, w.context_lens, options, gpu::device_info().limits).description;
       out << "  launch on the GPU: " << real << '\n';
     }
   } catch (const ArgumentError&) {
@@ -770,10 +771,10 @@ Workload make_workload_or_explain(const WorkloadSpec& spec) {
 
 /// Why a traced program read nothing, when the reason is that it never ran: it is not in the
 /// kernel's grid for this problem, or the kernel refused the problem. "" when it is in the grid.
-std::string trace_grid_note(const KernelEntry& entry, const DecodeProblem& problem, const KernelOptions& options,
+std::string trace_grid_note(const KernelEntry& entry, const Workload& w, const KernelOptions& options,
                             const emu::dim3& traced) {
   try {
-    const LaunchPlan plan = entry.plan(problem, options, DeviceLimits::pretend_h200());
+    const LaunchPlan plan = plan_for(entry, w.problem, w.context_lens, options, DeviceLimits::pretend_h200());
     if (traced.x < plan.grid[0] && traced.y < plan.grid[1] && traced.z < plan.grid[2]) return "";
     return cat("(no such program: ", entry.name, "'s grid is ", plan.grid[0], " x ", plan.grid[1], " x ",
                plan.grid[2], " here, and program ", traced.x, ',', traced.y, ',', traced.z, " is outside it)");
@@ -952,7 +953,7 @@ int kernel_step_main(int step, int argc, char** argv) {
           std::cout << "  bytes a decode step must move: " << format_bytes(static_cast<double>(workload.bytes_moved()));
           if (report.emulator_ran) std::cout << "; the emulator counted " << format_bytes(static_cast<double>(report.emulator_bytes));
           std::cout << '\n';
-          print_launch(step, workload.problem, options, gpu_here, std::cout);
+          print_launch(step, workload, options, gpu_here, std::cout);
           std::cout << '\n';
         }
         Json row = Json::object();
@@ -960,7 +961,7 @@ int kernel_step_main(int step, int argc, char** argv) {
         if (flags.trace) {
           const int seq = static_cast<int>(flags.trace_at.x);
           const std::string note = big ? "(not traced: the emulator skips a workload this big)"
-                                       : trace_grid_note(entry, workload.problem, options, traced);
+                                       : trace_grid_note(entry, workload, options, traced);
           if (!flags.quiet) std::cout << "trace of program " << traced.x << ',' << traced.y << ',' << traced.z
                                       << " (sequence " << seq << "):\n"
                                       << describe_trace(workload, seq, note) << '\n';

@@ -29,8 +29,9 @@ struct RunOutput {
   LaunchPlan plan;             ///< what ran
 };
 
-/// Runs \p kernel in the emulator on the workload's host tensors. Output and workspace are
-/// filled with NaN first (docs/design/CORRECTNESS.md rule 1). Kernel faults throw KernelError.
+/// Runs \p kernel in the emulator on the workload's host tensors, planned for the workload's
+/// lengths (plan_for). Output and workspace are filled with NaN first (docs/design/CORRECTNESS.md
+/// rule 1). Kernel faults throw KernelError.
 RunOutput run_emulator(const KernelEntry& kernel, const Workload& workload,
                        const KernelOptions& options = {});
 
@@ -53,8 +54,9 @@ class DeviceWorkload {
   gpu::Buffer query_, key_cache_, value_cache_, block_tables_, context_lens_, out_, workspace_;
 };
 
-/// Runs \p kernel on the GPU: uploads, poisons, launches once (checked: launch errors, and the
-/// checked mode's tables and lengths, DecodeView::checked), downloads; with \p timed_runs > 0
+/// Runs \p kernel on the GPU, planned for the workload's lengths (plan_for): uploads, poisons,
+/// launches once (checked: launch errors, and the checked mode's tables and lengths,
+/// DecodeView::checked), downloads; with \p timed_runs > 0
 /// also times that many further launches (L2 flushed before each; checked mode off, as in the
 /// benchmarks) and reports the median. Throws CudaError if no GPU (check gpu::available() first).
 RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options = {},

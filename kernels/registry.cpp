@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "common/cuda/runtime.h"
 #include "common/error.h"
@@ -40,15 +41,27 @@ const KernelEntry& inner_entry() {
   return inner;
 }
 
-/// The kernel's plan, its workspace grown by the checked mode's scratch (gpu::table_check_bytes);
-/// the fault record is allocated here, so that no launch allocates (gpu::prepare_table_check).
+/// \p plan, the kernel's, its workspace grown by the checked mode's scratch
+/// (gpu::table_check_bytes); the fault record is allocated here, so that no launch allocates
+/// (gpu::prepare_table_check).
+LaunchPlan with_check_scratch(LaunchPlan plan) {
+  plan.workspace_bytes += gpu::table_check_bytes(plan.problem.num_seqs);
+  gpu::prepare_table_check();
+  return plan;
+}
+
+/// The kernel's plan, with the checked mode's scratch.
 template <KernelEntry (*Make)()>
 LaunchPlan plan_with_check_scratch(const DecodeProblem& problem, const KernelOptions& options,
                                    const DeviceLimits& device) {
-  LaunchPlan plan = inner_entry<Make>().plan(problem, options, device);
-  plan.workspace_bytes += gpu::table_check_bytes(problem.num_seqs);
-  gpu::prepare_table_check();
-  return plan;
+  return with_check_scratch(inner_entry<Make>().plan(problem, options, device));
+}
+
+/// The kernel's plan for the host copy of the lengths, with the checked mode's scratch.
+template <KernelEntry (*Make)()>
+LaunchPlan plan_lengths_with_check_scratch(const DecodeProblem& problem, std::span<const std::int32_t> context_lens,
+                                           const KernelOptions& options, const DeviceLimits& device) {
+  return with_check_scratch(inner_entry<Make>().plan_lengths(problem, context_lens, options, device));
 }
 
 /// The launch behind the checked mode. Nothing here waits: a fault the check finds is raised
@@ -81,6 +94,7 @@ template <KernelEntry (*Make)()>
 KernelEntry checked_on_device() {
   KernelEntry entry = Make();
   entry.plan = &plan_with_check_scratch<Make>;
+  if (entry.plan_lengths) entry.plan_lengths = &plan_lengths_with_check_scratch<Make>;
   entry.launch = &launch_checked_on_device<Make>;
   return entry;
 }
