@@ -1109,38 +1109,41 @@ def is_ladder_step(step_dir: Path) -> bool:
 
 
 
-FRAGMENTS_BEGIN = "<!-- fragments:begin -->"
-FRAGMENTS_END = "<!-- fragments:end -->"
-FRAGMENTS_FILE = Path("docs") / "results" / "mma-fragments.md"
+@dataclass(frozen=True)
+class PastedFile:
+    """A region that holds a file a program prints, pasted whole between
+    `<!-- NAME:begin -->` and `<!-- NAME:end -->`; the program's ctest fails when the file and
+    what the program prints disagree, and `command` writes it again."""
+    name: str
+    path: Path
+    command: str
+
+    @property
+    def begin(self) -> str:
+        return f"<!-- {self.name}:begin -->"
+
+    @property
+    def end(self) -> str:
+        return f"<!-- {self.name}:end -->"
+
+    def region(self, root: Path) -> str:
+        """The file's text, or a line that says it is missing and how to write it."""
+        path = root / self.path
+        if not path.is_file():
+            return f"`{self.path.as_posix()}` is missing: write it with `{self.command} > {self.path.as_posix()}`."
+        return path.read_text(encoding="utf-8")
 
 
-def fragments_region(root: Path) -> str:
-    """The text between `<!-- fragments:begin -->` and `<!-- fragments:end -->`: the fragment
-    layouts of mma m16n8k16 and ldmatrix as `step10_tensor_cores --fragments` prints them from
-    the code (`mma_layout` in kernels/portable/portable.h), kept in docs/results/mma-fragments.md;
-    the ctest `step10_tensor_cores.fragments` fails when that file and the program disagree."""
-    path = root / FRAGMENTS_FILE
-    if not path.is_file():
-        return (f"`{FRAGMENTS_FILE.as_posix()}` is missing: write it with "
-                "`step10_tensor_cores --fragments > docs/results/mma-fragments.md`.")
-    return path.read_text(encoding="utf-8")
-
-
-EXERCISES_BEGIN = "<!-- exercises:begin -->"
-EXERCISES_END = "<!-- exercises:end -->"
-EXERCISES_FILE = Path("docs") / "results" / "exercise-reports.md"
-
-
-def exercises_region(root: Path) -> str:
-    """The text between `<!-- exercises:begin -->` and `<!-- exercises:end -->`: what the
-    exercises' runner prints for every broken kernel of exercises/ (`exercise --all --markdown`),
-    kept in docs/results/exercise-reports.md; the ctest `exercises.reports` fails when that file
-    and the program disagree."""
-    path = root / EXERCISES_FILE
-    if not path.is_file():
-        return (f"`{EXERCISES_FILE.as_posix()}` is missing: write it with "
-                "`exercise --all --markdown > docs/results/exercise-reports.md`.")
-    return path.read_text(encoding="utf-8")
+PASTED_FILES = (
+    # The fragment layouts of mma m16n8k16 and ldmatrix, from `mma_layout` in
+    # kernels/portable/portable.h (ctest step10_tensor_cores.fragments).
+    PastedFile("fragments", Path("docs") / "results" / "mma-fragments.md", "step10_tensor_cores --fragments"),
+    # What the exercises' runner prints for every broken kernel of exercises/ (ctest exercises.reports).
+    PastedFile("exercises", Path("docs") / "results" / "exercise-reports.md", "exercise --all --markdown"),
+    # The work list step 11's plan makes for ragged-skew (ctest step11_persistent.schedule).
+    PastedFile("schedule", Path("docs") / "results" / "ragged-skew-schedule.md",
+               "step11_persistent --schedule ragged-skew"),
+)
 
 
 def replace_regions(text: str, content: str, begin: str = BEGIN_MARKER, end: str = END_MARKER) -> str:
@@ -1156,7 +1159,7 @@ def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
                   step_dir: Optional[Path] = None) -> str:
     """\\p text with each kind of generated region it has rewritten: the results (the ladder table
     on README.md, \\p step's table on its page), and on a step page its ablation and baseline;
-    the shape sweeps and the fragment layouts on either."""
+    the shape sweeps and the pasted files (PASTED_FILES) on either."""
     new = text
     if BEGIN_MARKER in text:
         new = replace_regions(new, readme_region(ladder) if step is None else step_region(ladder, step, step_dir))
@@ -1166,10 +1169,9 @@ def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
         new = replace_regions(new, baseline_region(ladder, step), BASELINE_BEGIN, BASELINE_END)
     if SWEEPS_BEGIN in text:
         new = replace_regions(new, sweeps_region(ladder), SWEEPS_BEGIN, SWEEPS_END)
-    if FRAGMENTS_BEGIN in text:
-        new = replace_regions(new, fragments_region(ladder.root), FRAGMENTS_BEGIN, FRAGMENTS_END)
-    if EXERCISES_BEGIN in text:
-        new = replace_regions(new, exercises_region(ladder.root), EXERCISES_BEGIN, EXERCISES_END)
+    for pasted in PASTED_FILES:
+        if pasted.begin in text:
+            new = replace_regions(new, pasted.region(ladder.root), pasted.begin, pasted.end)
     if CHECKED_BEGIN in text:
         new = replace_regions(new, checked_region(ladder), CHECKED_BEGIN, CHECKED_END)
     return new

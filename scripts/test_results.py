@@ -679,28 +679,34 @@ class ArchiveTest(unittest.TestCase):
         self.assertIn(f"R  docs/results/{self.OLD}/gpu-tests.log -> lab/runs/{self.OLD}/gpu-tests.log", status)
 
 
-class FragmentsRegionTest(unittest.TestCase):
-    """The fragment layouts region: docs/results/mma-fragments.md pasted between its markers."""
+class PastedRegionsTest(unittest.TestCase):
+    """The pasted regions (results_lib.PASTED_FILES): each file pasted between its markers, or,
+    when it is missing, a line that names it and the command that writes it."""
 
     def setUp(self):
         self.tree = Tree()
         self.page = self.tree.root / "steps" / "03_naive_decode" / "README.md"
-        self.page.write_text(self.page.read_text(encoding="utf-8") +
-                             "\n<!-- fragments:begin -->\nold\n<!-- fragments:end -->\n", encoding="utf-8")
+        markers = "".join(f"\n{pasted.begin}\nold\n{pasted.end}\n" for pasted in rl.PASTED_FILES)
+        self.page.write_text(self.page.read_text(encoding="utf-8") + markers, encoding="utf-8")
 
     def tearDown(self):
         self.tree.close()
 
-    def test_the_file_is_pasted(self):
-        self.tree.write("mma-fragments.md", "| row | 0 |\n|---|:-:|\n| **0** | L0 |\n")
+    def test_each_file_is_pasted(self):
+        for pasted in rl.PASTED_FILES:
+            self.tree.write(pasted.path.name, f"| {pasted.name} | 0 |\n|---|:-:|\n| **0** | L0 |\n")
         self.assertEqual(self.tree.run_script().returncode, 0)
         page = self.tree.text("steps/03_naive_decode/README.md")
-        self.assertIn("<!-- fragments:begin -->\n| row | 0 |", page)
+        for pasted in rl.PASTED_FILES:
+            self.assertIn(f"{pasted.begin}\n| {pasted.name} | 0 |", page)
         self.assertNotIn("\nold\n", page)
 
     def test_a_missing_file_is_named(self):
         self.assertEqual(self.tree.run_script().returncode, 0)
-        self.assertIn("`docs/results/mma-fragments.md` is missing", self.tree.text("steps/03_naive_decode/README.md"))
+        page = self.tree.text("steps/03_naive_decode/README.md")
+        self.assertIn("`docs/results/mma-fragments.md` is missing", page)
+        self.assertIn("`docs/results/ragged-skew-schedule.md` is missing: write it with "
+                      "`step11_persistent --schedule ragged-skew > docs/results/ragged-skew-schedule.md`", page)
 
 
 def checked_bench(step, workload, ms, refused=False):
