@@ -9,6 +9,10 @@
 #include "tests/step_checks.h"
 #include "tests/test_util.h"
 
+#if PAGEDATTN_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 using pa::Backend;
 using pa::DType;
 using namespace pa::testing;
@@ -422,4 +426,72 @@ TEST_CASE("gpu: once uploaded, the block tables are the device's own: reusing th
                                                              entry.weights_in_storage_type);
   INFO(result.summary());
   REQUIRE(result.ok);
+}
+
+TEST_CASE("gpu step11: one launch captured in a CUDA graph, replayed with new lengths, gives the oracle's answer each time",
+          "[gpu][step11]") {
+  // A serving engine captures the decode call once and replays it every step with the lengths
+  // its staging buffer uploaded: step 11's plan (its work list in device memory) is made for the
+  // first lengths, and each replay reads the lengths of the moment.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+#if PAGEDATTN_HAVE_CUDA
+  const auto require_ok = [](cudaError_t status, const char* what) {
+    INFO(what << ": " << cudaGetErrorString(status));
+    REQUIRE(status == cudaSuccess);
+  };
+  pa::WorkloadSpec spec = pa::debug_spec();  // 4 query heads over 2 KV heads, head dim 64
+  spec.name = "graph-replay";
+  spec.dtype = DType::bf16;
+  spec.context_lens.assign(6, 9000);  // every sequence's cache holds 9000 tokens: each replay uses a prefix
+  pa::Workload full = pa::make_workload(spec);
+  full.problem.total_context_len = 0;  // unknown: the lengths change from replay to replay
+  const std::vector<std::int32_t> planned = {6000, 500, 200, 3000, 32, 0};
+  const std::vector<std::vector<std::int32_t>> replays = {
+      planned,                              // as planned
+      {6001, 501, 201, 3001, 33, 1},        // a token later
+      {9000, 700, 300, 4100, 64, 2},        // all longer than planned, one to the capacity
+      {0, 0, 0, 0, 0, 0},                   // every sequence empty
+      {64, 9000, 0, 1, 4100, 2},            // the long one moved
+      planned,                              // as planned again: the same bits as the first
+  };
+  const pa::KernelEntry& entry = pa::kernel(11, Backend::cuda);
+  const pa::LaunchPlan plan = pa::plan_for(entry, full.problem, planned, {}, pa::gpu::device_info().limits);
+  pa::DeviceWorkload device(full);
+  for (const bool checked : {false, true}) {
+    INFO("checked mode " << (checked ? "on" : "off") << "; " << plan.description);
+    pa::DecodeView view = device.view(plan.workspace_bytes);
+    view.checked = checked;
+    cudaStream_t stream = nullptr;
+    require_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    require_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+    const std::string launched = error_message([&] { entry.launch(view, plan, stream); });
+    require_ok(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    REQUIRE(launched == "");
+    require_ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    std::vector<std::byte> first;
+    for (std::size_t k = 0; k < replays.size(); ++k) {
+      INFO("replay " << k);
+      const std::vector<std::int32_t>& lengths = replays[k];
+      require_ok(cudaMemcpy(const_cast<std::int32_t*>(view.context_lens), lengths.data(), lengths.size() * sizeof(std::int32_t),
+                            cudaMemcpyHostToDevice),
+                 "uploading the lengths");
+      device.poison();
+      require_ok(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+      require_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      const std::vector<std::byte> out = device.download_out();
+      pa::Workload now = full;
+      now.context_lens = lengths;
+      const pa::CompareResult result = pa::check_against_oracle(now, pa::oracle_rows(now), out, entry.weights_in_storage_type);
+      INFO(result.summary());
+      REQUIRE(result.ok);
+      if (k == 0) first = out;
+      if (k + 1 == replays.size()) REQUIRE(pa::compare_bitwise(full.problem, first.data(), out.data()).ok);
+    }
+    require_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+    require_ok(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    require_ok(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  }
+#endif
 }

@@ -1,0 +1,484 @@
+#pragma once
+/// \file
+/// Step 11, persistent and balanced: a fixed grid of programs, as many as the device holds at
+/// once, each walking its own run of a work list that the host planned from the context lengths.
+///
+/// What changed since step 10: step 10 cuts every sequence into splits of one size, chosen for
+/// the longest, so in a ragged batch (`ragged-skew`: one sequence of 65536 tokens and 63 of 512)
+/// the long sequence's programs run on long after the short ones are done. Here the plan counts
+/// the work, the tiles of every (sequence, KV head), and deals it out in equal portions, one a
+/// program, the programs as many as the SMs hold at once (the occupancy calculator): a pair that
+/// fits a portion stays whole, and the long ones fill the rest of the portions, spread over as
+/// many programs as they need. The list holds items (sequence, KV head, tokens); a program runs
+/// step 10's pass (tensor_core_attend) over each of its items. A pair that is one item divides
+/// by its sum and writes the output itself; the pieces of a cut pair go to the partials, and a
+/// merge launched overlapped with the kernel's end combines each pair's pieces in token order,
+/// so the same input gives the same bits whichever program ends first. The list lives in memory
+/// the plan allocates (the device's for CUDA), so a launch allocates nothing and a CUDA graph
+/// may capture it; the graph then replays with new lengths: an item reads its sequence's length
+/// at launch, and the last item of a pair runs to it.
+///
+///     build/current/steps/step11_persistent --help
+///     build/current/steps/step11_persistent --schedule ragged-skew    # the plan's work list
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/cuda/runtime.h"
+#include "kernels/10_tensor_cores.cuh"
+
+namespace pa::PA_KERNELS::step11 {
+
+using step10::kShapes;
+using step10::Shape;
+using step10::shape_for;
+
+// ----- the work list -------------------------------------------------------------------------
+
+// [schedule]
+/// One item of the work list: tokens [begin, end) of KV head kv_head of sequence seq, as planned.
+/// At launch its range is cut to the sequence's length then, and the last item of a pair runs
+/// to that length, however long: so the plan serves any lengths of its problem.
+struct WorkItem {
+  int seq = 0;
+  int kv_head = 0;
+  int begin = 0;   ///< first token, a multiple of the tile
+  int end = 0;     ///< one past the last token planned
+  int part = -1;   ///< the piece's slot in the partials when its pair is cut, else -1: it writes the output
+  bool last = false;  ///< its pair's last item: it runs to the sequence's length at launch
+};
+
+/// A (sequence, KV head) cut into pieces, parts first_part .. first_part + pieces - 1 in token
+/// order, which the merge combines in that order.
+struct CutPair {
+  int seq = 0;
+  int kv_head = 0;
+  int first_part = 0;
+  int pieces = 0;
+};
+
+/// The work list of one plan: the items in order, each program's run of them, and the cut pairs.
+struct Schedule {
+  int tile = 0;               ///< tokens a tile, the unit of work
+  std::int64_t tiles = 0;     ///< the work: the tiles of every (sequence, KV head) at the planned lengths
+  std::vector<int> first_item;  ///< [programs + 1]: program p runs items first_item[p] .. first_item[p + 1] - 1
+  std::vector<WorkItem> items;
+  std::vector<CutPair> cuts;
+  int parts = 0;              ///< pieces of the cut pairs: a partial slot for each query head of its group
+  int programs() const { return static_cast<int>(first_item.size()) - 1; }
+  /// The tiles programs 0 .. p - 1 take together: program p takes
+  /// portion_start(p + 1) - portion_start(p), the same to a tile for every program.
+  std::int64_t portion_start(int p) const { return tiles * p / programs(); }
+};
+
+/// Tiles of \p tile tokens that sequences of \p lengths take over \p num_kv_heads KV heads.
+inline std::int64_t work_tiles(std::span<const std::int32_t> lengths, int num_kv_heads, int tile) {
+  std::int64_t tiles = 0;
+  for (const std::int32_t length : lengths) tiles += (std::int64_t{length} + tile - 1) / tile;
+  return tiles * num_kv_heads;
+}
+
+/// The work list for sequences of \p lengths over \p num_kv_heads KV heads, tiles of \p tile
+/// tokens, on \p programs programs. Program p's portion is portion_start(p + 1) - portion_start(p)
+/// tiles, so no program takes a tile more than another. A pair that fits the smallest portion is
+/// short, and stays whole: each program takes the next short pairs while they fit and while the
+/// short tiles dealt keep in step with the programs done, then fills what is left of its portion
+/// from the long pairs, one after another, cut where the portion ends (so a long pair is spread
+/// over as many programs as its tiles need, in pieces of about one size). Only when the long
+/// pairs are used up is a short pair cut in two, its rest first in the next program. A whole pair
+/// is one item that writes the output; the items of a cut pair are its pieces, in token order,
+/// each with a slot in the partials. A sequence of length 0 is a short pair of no tiles: one
+/// empty item, weighing nothing.
+inline Schedule make_schedule(std::span<const std::int32_t> lengths, int num_kv_heads, int tile, int programs) {
+  Schedule s;
+  s.tile = tile;
+  s.tiles = work_tiles(lengths, num_kv_heads, tile);
+  s.first_item.assign(static_cast<std::size_t>(std::max(programs, 1)) + 1, 0);
+  struct Pair {
+    int seq, kv_head, length;
+    std::int64_t tiles;
+  };
+  std::vector<Pair> shorts, longs;
+  const std::int64_t smallest = s.portion_start(1);  // floor(tiles / programs): every portion holds it
+  for (int seq = 0; seq < static_cast<int>(lengths.size()); ++seq)
+    for (int kv_head = 0; kv_head < num_kv_heads; ++kv_head) {
+      const int length = lengths[static_cast<std::size_t>(seq)];
+      const Pair pair{seq, kv_head, length, (std::int64_t{length} + tile - 1) / tile};
+      (pair.tiles <= smallest ? shorts : longs).push_back(pair);
+    }
+  std::vector<std::vector<WorkItem>> mine(static_cast<std::size_t>(s.programs()));  // each program's items
+  auto piece = [&](int p, const Pair& pair, std::int64_t from, std::int64_t to) {  // tiles [from, to) of pair
+    mine[static_cast<std::size_t>(p)].push_back({pair.seq, pair.kv_head, static_cast<int>(from * tile),
+                                                 static_cast<int>(std::min<std::int64_t>(to * tile, pair.length)), -1,
+                                                 to == pair.tiles});
+  };
+  std::int64_t short_tiles = 0;  // of every short pair
+  for (const Pair& pair : shorts) short_tiles += pair.tiles;
+  std::size_t next_short = 0, next_long = 0;
+  std::int64_t long_done = 0;    // tiles of longs[next_long] already dealt
+  std::int64_t short_done = 0;   // tiles of shorts[next_short] dealt before (a short pair cut in two)
+  std::int64_t shorts_dealt = 0; // short tiles dealt so far
+  for (int p = 0; p < s.programs(); ++p) {
+    std::int64_t room = s.portion_start(p + 1) - s.portion_start(p);
+    // The short pairs go to the programs in step with the long ones, about short_tiles / programs
+    // a program, so each long pair is cut into pieces of about one size.
+    const std::int64_t short_share = (short_tiles * (p + 1) + s.programs() - 1) / s.programs();
+    while (next_short < shorts.size() && shorts[next_short].tiles - short_done <= room &&
+           (shorts_dealt + shorts[next_short].tiles - short_done <= short_share || next_long == longs.size())) {
+      const Pair& pair = shorts[next_short++];
+      piece(p, pair, short_done, pair.tiles);
+      room -= pair.tiles - short_done;
+      shorts_dealt += pair.tiles - short_done;
+      short_done = 0;
+    }
+    while (room > 0 && next_long < longs.size()) {
+      const Pair& pair = longs[next_long];
+      const std::int64_t take = std::min(room, pair.tiles - long_done);
+      piece(p, pair, long_done, long_done + take);
+      room -= take;
+      long_done += take;
+      if (long_done == pair.tiles) ++next_long, long_done = 0;
+    }
+    if (room > 0 && next_short < shorts.size()) {  // no long pair left: the next short one is cut
+      piece(p, shorts[next_short], 0, room);
+      short_done = room;
+      shorts_dealt += room;
+    }
+  }
+  // What can be left here is pairs of no tiles (every portion is full): the last program's.
+  for (; next_short < shorts.size(); ++next_short, short_done = 0)
+    piece(s.programs() - 1, shorts[next_short], short_done, shorts[next_short].tiles);
+
+  // The items, program by program; then the pieces of each cut pair, in token order (program
+  // order), numbered in pair order.
+  std::vector<std::vector<int>> pieces_of(lengths.size() * static_cast<std::size_t>(num_kv_heads));
+  for (int p = 0; p < s.programs(); ++p) {
+    for (const WorkItem& item : mine[static_cast<std::size_t>(p)]) {
+      pieces_of[static_cast<std::size_t>(item.seq) * static_cast<std::size_t>(num_kv_heads) + static_cast<std::size_t>(item.kv_head)]
+          .push_back(static_cast<int>(s.items.size()));
+      s.items.push_back(item);
+    }
+    s.first_item[static_cast<std::size_t>(p) + 1] = static_cast<int>(s.items.size());
+  }
+  for (const std::vector<int>& pieces : pieces_of) {
+    if (pieces.size() < 2) continue;
+    const WorkItem& first = s.items[static_cast<std::size_t>(pieces.front())];
+    s.cuts.push_back({first.seq, first.kv_head, s.parts, static_cast<int>(pieces.size())});
+    for (const int i : pieces) s.items[static_cast<std::size_t>(i)].part = s.parts++;
+  }
+  return s;
+}
+// [schedule]
+
+// ----- the kernels ---------------------------------------------------------------------------
+
+/// Ints an item takes in the list the kernels read: seq, kv_head, begin, end, part, last and two
+/// of padding, so an item is two aligned 16-byte loads.
+inline constexpr int kItemInts = 8;
+/// Ints a cut pair takes: seq, kv_head, first_part, pieces.
+inline constexpr int kCutInts = 4;
+
+/// The work list as the kernels read it (Schedule, in ints).
+struct WorkList {
+  gspan<const std::int32_t> first_item;  ///< [programs + 1]
+  gspan<const std::int32_t> items;       ///< [items][kItemInts]
+  gspan<const std::int32_t> cuts;        ///< [cut pairs][kCutInts]
+};
+
+/// The partials of the pieces of cut pairs are step 07's Partials with another layout: slot
+/// part * group_size + head (head: its index in the group) holds that piece's max and sum, and
+/// its acc [HEAD_DIM]; the fields splits and partition are 0, unused.
+using step07::Partials;
+
+// [kernel]
+/// Asks the L2 for the block-table lines that hold the pages of tokens [begin, end) of \p seq (an
+/// item's range as planned) before the program reads the sequence's length, as step 10's
+/// programs do for their split: the lines are on their way while the length is read. A line
+/// holds 32 entries; each thread asks for one line at a time.
+template <class T>
+__device__ __forceinline__ void prefetch_item_table(const DecodeArgs<T>& args, int seq, int begin, int end) {
+  const std::int64_t row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
+  const std::int64_t pages = std::min<std::int64_t>(args.max_blocks_per_seq, (std::int64_t{end} + args.block_size - 1) / args.block_size);
+  for (std::int64_t line = (row + begin / args.block_size) / 32 + threadIdx.x; line * 32 < row + pages; line += blockDim.x)
+    prefetch_l2(args.block_tables, line * 32);
+}
+
+/// Program p of the persistent grid: for each item of its run, step 10's pass over the item's
+/// tokens (cut to the sequence's length now; the pair's last item runs to it), its result divided
+/// by its sum to the output (an item that is its pair), or unnormalised to its piece's slots of
+/// the partials, part * group_size + head.
+template <class T, int HEAD_DIM, int TILE, int PART_DIMS, int STAGES>
+__global__ void persistent_decode(DecodeArgs<T> args, WorkList work, Partials partials) {
+  PA_DYNAMIC_SHARED(float, shared);
+  allow_next_kernel();  // the merge may take the SMs of programs that are done; it waits for our partials
+  const int first = work.first_item[blockIdx.x];
+  const int stop = work.first_item[blockIdx.x + 1];
+  const int group_size = args.group_size();
+  for (int i = first; i < stop; ++i) {
+    const Vec<std::int32_t, 4> where = load_vec<4>(work.items, std::int64_t{i} * kItemInts);     // seq, kv_head, begin, end
+    const Vec<std::int32_t, 4> how = load_vec<4>(work.items, std::int64_t{i} * kItemInts + 4);   // part, last
+    const int seq = where.v[0];
+    const int kv_head = where.v[1];
+    const int part = how.v[0];
+    prefetch_item_table(args, seq, where.v[2], where.v[3]);
+    const int context_len = args.context_lens[seq];
+    const int begin = std::min(where.v[2], context_len);
+    const int end = how.v[1] != 0 ? context_len : std::min(where.v[3], context_len);
+    if (i > first) __syncthreads();  // every warp is done with the item before's stages
+    step10::tensor_core_attend<T, HEAD_DIM, false, TILE, PART_DIMS, STAGES>(
+        args, seq, kv_head, begin, end, shared, part < 0, partials,
+        [&](std::int64_t, int head) { return std::int64_t{part} * group_size + head; });
+  }
+}
+// [kernel]
+
+// [merge]
+/// Adds a piece (its max, its sum and acc relative to that max) to a running (max, sum, acc):
+/// both are rescaled to the larger max, in base 2 as the pieces' maxes are. A piece with sum 0
+/// (no tokens) adds nothing; a NaN in one reaches the result.
+__device__ __forceinline__ void add_piece(float& max, float& sum, float& acc, float piece_max, float piece_sum,
+                                          float piece_acc) {
+  if (piece_sum == 0.0f) return;
+  const float merged = fmaxf(max, piece_max);
+  const float keep = exp2f(max - merged);  // 0 for the first piece (max -inf)
+  const float take = exp2f(piece_max - merged);
+  sum = sum * keep + piece_sum * take;
+  acc = acc * keep + piece_acc * take;
+  max = merged;
+}
+
+/// The most threads a merge program has; its threads are slices of head_dim, one a channel each.
+inline constexpr int kMergeThreads = 512;
+
+/// Program (cut pair c, head h of its group), slices of HEAD_DIM threads, one a channel: combines
+/// the pair's pieces for that head and writes its output row. Slice j adds pieces j, j + slices,
+/// .. as they come (add_piece), then slice 0 adds the slices in order: the same bits every run.
+/// Launched overlapped with persistent_decode: it reads its cut pair (the plan's) at once and
+/// the partials after the wait.
+template <class T, int HEAD_DIM>
+__global__ void merge_pieces(DecodeArgs<T> args, WorkList work, Partials pieces) {
+  PA_SHARED(float, slice_maxes, kMergeThreads / 64);
+  PA_SHARED(float, slice_sums, kMergeThreads / 64);
+  PA_SHARED(float, slice_accs, kMergeThreads);  // [slices][HEAD_DIM]
+  const Vec<std::int32_t, 4> cut = load_vec<4>(work.cuts, std::int64_t{blockIdx.x} * kCutInts);  // seq, kv_head, first_part, pieces
+  const int head = blockIdx.y;
+  const int group_size = args.group_size();
+  const int slices = static_cast<int>(blockDim.x) / HEAD_DIM;
+  const int slice = threadIdx.x / HEAD_DIM;
+  const int d = threadIdx.x % HEAD_DIM;
+  wait_for_previous_kernel();  // the partials are complete from here
+  float max = -INFINITY, sum = 0.0f, acc = 0.0f;
+  if (slice < slices) {
+    PA_UNROLL_BY(4)  // four pieces' loads in flight, not one after another
+    for (int i = slice; i < cut.v[3]; i += slices) {
+      const std::int64_t slot = std::int64_t{cut.v[2] + i} * group_size + head;
+      add_piece(max, sum, acc, pieces.maxes[slot], pieces.sums[slot], pieces.accs[slot * HEAD_DIM + d]);
+    }
+    slice_accs[slice * HEAD_DIM + d] = acc;
+    if (d == 0) {
+      slice_maxes[slice] = max;
+      slice_sums[slice] = sum;
+    }
+  }
+  __syncthreads();
+  if (slice == 0) {
+    for (int j = 1; j < slices; ++j) add_piece(max, sum, acc, slice_maxes[j], slice_sums[j], slice_accs[j * HEAD_DIM + d]);
+    const std::int64_t row = static_cast<std::int64_t>(cut.v[0]) * args.num_q_heads + cut.v[1] * group_size + head;
+    args.out[row * HEAD_DIM + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);
+  }
+}
+// [merge]
+
+// ----- host side -----------------------------------------------------------------------------
+inline constexpr const char* kName = "step11_persistent";
+
+/// Calls `f(kernel, T{}, head_dim)` with the persistent_decode instantiation for \p p's storage
+/// type (bf16 or f16), head dim and program shape (step 10's shape_for).
+template <class F>
+void with_kernel(const DecodeProblem& p, F&& f) {
+  step10::dispatch_shape(p, [&](auto storage, auto head_dim, auto index) {
+    using T = std::remove_cvref_t<decltype(storage)>;
+    constexpr int D = decltype(head_dim)::value;
+    constexpr Shape s = kShapes[decltype(index)::value];
+    f(persistent_decode<T, D, s.tile, s.part_dims, s.stages>, storage, head_dim);
+  });
+}
+
+// [programs]
+/// The programs of the grid for \p tiles of work: as many as the device holds at once (\p slots,
+/// its SMs times the programs one SM holds), but none with fewer than \p min_tiles tiles, since
+/// each piece costs a write of its partials and a share of the merge (step 10's splits of 512
+/// tokens or more). `options.partition_tokens` asks for portions of that many tokens instead.
+inline int programs_for(std::int64_t tiles, std::int64_t slots, int tile, std::int64_t min_tiles,
+                        const KernelOptions& options) {
+  if (options.partition_tokens > 0) {
+    const std::int64_t portion = (std::int64_t{options.partition_tokens} + tile - 1) / tile;
+    return static_cast<int>(std::clamp<std::int64_t>((tiles + portion - 1) / portion, 1, std::numeric_limits<int>::max()));
+  }
+  return static_cast<int>(std::clamp<std::int64_t>((tiles + min_tiles - 1) / min_tiles, 1, std::max<std::int64_t>(slots, 1)));
+}
+// [programs]
+
+/// The plan's work list in the memory this backend's kernels read, with the schedule it encodes
+/// (its counts size the launches; the step's program prints it).
+struct WorkListTables final : PlanTables {
+  Schedule schedule;
+  int group_size = 1;
+  int merge_threads = 0;             ///< threads of a merge program (0: nothing is cut)
+  std::size_t items_at = 0;          ///< where the items start in the ints
+  std::size_t cuts_at = 0;           ///< where the cut pairs start
+  std::vector<std::int32_t> ints;    ///< first_item, padded to 4; the items; the cut pairs
+  gpu::Buffer device;                ///< CUDA: the ints in device memory
+
+  const std::int32_t* data() const {
+    return kBackend == Backend::cuda ? static_cast<const std::int32_t*>(device.data()) : ints.data();
+  }
+  WorkList work_list() const {
+    const std::int32_t* base = data();
+    return {gspan<const std::int32_t>(base, static_cast<std::int64_t>(schedule.first_item.size()), "work_first_item"),
+            gspan<const std::int32_t>(base + items_at, static_cast<std::int64_t>(cuts_at - items_at), "work_items"),
+            gspan<const std::int32_t>(base + cuts_at, static_cast<std::int64_t>(ints.size() - cuts_at), "work_cuts")};
+  }
+  /// Partial slots: a piece of a cut pair for each query head of the group.
+  std::int64_t slots() const { return std::int64_t{schedule.parts} * group_size; }
+};
+
+/// Bytes of the partials for \p slots slots of \p head_dim channels.
+inline std::size_t pieces_bytes(std::int64_t slots, int head_dim) {
+  const auto n = static_cast<std::size_t>(slots);
+  return 2 * align_up(n * sizeof(float)) + align_up(n * static_cast<std::size_t>(head_dim) * sizeof(float));
+}
+
+/// The partials' spans in a workspace of pieces_bytes().
+inline Partials pieces_in(void* workspace, std::int64_t slots, int head_dim) {
+  auto* floats = static_cast<float*>(workspace);
+  const std::size_t stride = align_up(static_cast<std::size_t>(slots) * sizeof(float)) / sizeof(float);
+  return {gspan<float>(floats, slots, "piece_maxes"), gspan<float>(slots > 0 ? floats + stride : floats, slots, "piece_sums"),
+          gspan<float>(slots > 0 ? floats + 2 * stride : floats, slots * head_dim, "piece_accs"), 0, 0};
+}
+
+/// Tables for \p schedule: its ints, and for CUDA their copy in a device buffer the tables own.
+inline std::shared_ptr<const WorkListTables> make_tables(Schedule schedule, const DecodeProblem& p) {
+  auto tables = std::make_shared<WorkListTables>();
+  tables->group_size = p.group_size();
+  std::vector<std::int32_t>& ints = tables->ints;
+  ints.assign(schedule.first_item.begin(), schedule.first_item.end());
+  ints.resize((ints.size() + 3) / 4 * 4, 0);
+  tables->items_at = ints.size();
+  for (const WorkItem& item : schedule.items)
+    ints.insert(ints.end(), {item.seq, item.kv_head, item.begin, item.end, item.part, item.last ? 1 : 0, 0, 0});
+  tables->cuts_at = ints.size();
+  int most_pieces = 0;
+  for (const CutPair& cut : schedule.cuts) {
+    ints.insert(ints.end(), {cut.seq, cut.kv_head, cut.first_part, cut.pieces});
+    most_pieces = std::max(most_pieces, cut.pieces);
+  }
+  // A slice a head dim of threads for each 8 pieces of the most cut pair, up to kMergeThreads.
+  const int slices = std::clamp((most_pieces + 7) / 8, 1, kMergeThreads / p.head_dim);
+  tables->merge_threads = schedule.cuts.empty() ? 0 : (slices * p.head_dim + 31) / 32 * 32;
+  tables->schedule = std::move(schedule);
+  if constexpr (kBackend == Backend::cuda) {
+    tables->device = gpu::Buffer(ints.size() * sizeof(std::int32_t), cat(kName, " work list"));
+    tables->device.upload(ints.data(), ints.size() * sizeof(std::int32_t));
+  }
+  return tables;
+}
+
+/// Refuses lengths that are not one a sequence in [0, max_context_len], or whose sum is not
+/// p.total_context_len where the problem gives one, with validate_tables's words.
+inline void require_lengths(const DecodeProblem& p, std::span<const std::int32_t> lengths) {
+  PA_REQUIRE(lengths.size() == static_cast<std::size_t>(p.num_seqs), kName, "context_lens",
+             cat(p.num_seqs, " lengths, one a sequence (the host copy the plan balances by)"), cat(lengths.size(), " lengths"));
+  std::int64_t sum = 0;
+  for (int seq = 0; seq < p.num_seqs; ++seq) {
+    const std::int32_t length = lengths[static_cast<std::size_t>(seq)];
+    if (length < 0 || length > p.max_context_len)
+      throw_table_fault(p, {TableFault::Kind::context_len, seq, 0, length, 0}, kName);
+    sum += length;
+  }
+  if (p.total_context_len != 0 && p.total_context_len != sum)
+    throw_table_fault(p, {TableFault::Kind::total, 0, 0, sum, 0}, kName);
+}
+
+/// The checks of the problem and the knobs, before the lengths: step 10's, less its split knobs.
+inline void check(const DecodeProblem& p, const KernelOptions& options) {
+  validate(p, kName);
+  require_knobs(options, knob_partition, kName);
+  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kName);
+  step05::require_vector_layout(p, kName);
+  step10::require_16_bit(p, kName);
+}
+
+// [plan]
+/// The plan for a checked problem and lengths: step 10's program for the problem (its warps,
+/// shared memory and occupancy), as many programs as programs_for gives, and the work list
+/// make_schedule deals out to them, in memory the plan allocates.
+inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
+                            const DeviceLimits& device) {
+  LaunchPlan out = step10::program_plan(p, options, device, kName, [](const DecodeProblem& q, auto&& f) { step11::with_kernel(q, f); });
+  const int tile = kShapes[shape_for(p)].tile;
+  const std::int64_t tiles = work_tiles(lengths, p.num_kv_heads, tile);
+  const std::int64_t slots = std::int64_t{device.sm_count} * out.resident_per_sm;
+  const int programs = programs_for(tiles, slots, tile, (step10::kMinTokensPerSplit + tile - 1) / tile, options);
+  std::shared_ptr<const WorkListTables> tables = make_tables(make_schedule(lengths, p.num_kv_heads, tile, programs), p);
+  const Schedule& s = tables->schedule;
+  out.grid[0] = static_cast<unsigned>(s.programs());
+  out.workspace_bytes = pieces_bytes(tables->slots(), p.head_dim);
+  out.description = cat(describe_launch(out), ", ", step10::describe_program(out, device), "; ", s.tiles, " tiles of ",
+                        tile, " tokens, ", (s.tiles + s.programs() - 1) / s.programs(), " or fewer a program, in ",
+                        s.items.size(), " items; ", s.cuts.size(), " (sequence, KV head) cut into ", s.parts, " pieces",
+                        s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads"));
+  out.tables = std::move(tables);
+  return out;
+}
+// [plan]
+
+/// The plan for a batch with the host copy of its lengths (KernelEntry::plan_lengths).
+inline LaunchPlan plan_lengths(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
+                               const DeviceLimits& device) {
+  check(p, options);
+  require_lengths(p, lengths);
+  return plan_work(p, lengths, options, device);
+}
+
+/// The plan without the lengths: every sequence planned at max_context_len, the most its
+/// problem allows. Right for any lengths; balanced when they are equal.
+inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  check(p, options);
+  const std::vector<std::int32_t> capacity(static_cast<std::size_t>(p.num_seqs), p.max_context_len);
+  LaunchPlan out = plan_work(p, capacity, options, device);
+  out.description += "; the lengths unknown: each planned at max_context_len";
+  return out;
+}
+
+inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
+  if (!begin_launch(view, plan, kName)) return;
+  step05::require_aligned(view, kName);
+  const auto* tables = dynamic_cast<const WorkListTables*>(plan.tables.get());
+  PA_REQUIRE(tables != nullptr, kName, "plan.tables", cat("the work list of a plan that ", kName, " made for this backend"),
+             plan.tables ? "tables of another kind" : "none");
+  const DecodeProblem& p = view.problem;
+  const WorkList work = tables->work_list();
+  const Partials pieces = pieces_in(view.workspace, tables->slots(), p.head_dim);
+  with_kernel(p, [&](auto kernel, auto storage, auto head_dim) {
+    using T = std::remove_cvref_t<decltype(storage)>;
+    constexpr int D = decltype(head_dim)::value;
+    const DecodeArgs<T> args = make_args<T>(view);
+    launch_kernel("step11_persistent_decode", kernel, dim3(plan.grid[0]), dim3(plan.threads), plan.shared_bytes, stream,
+                  args, work, pieces);
+    if (!tables->schedule.cuts.empty())
+      launch_kernel_overlapped("step11_merge_pieces", merge_pieces<T, D>,
+                               dim3(static_cast<unsigned>(tables->schedule.cuts.size()), static_cast<unsigned>(p.group_size())),
+                               dim3(tables->merge_threads), 0, stream, args, work, pieces);
+  });
+}
+
+inline KernelEntry entry() {
+  return {11, kName, kBackend, knob_partition, 0, &plan, &launch, false, false, true, &plan_lengths};
+}
+
+}  // namespace pa::PA_KERNELS::step11

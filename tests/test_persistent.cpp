@@ -1,0 +1,260 @@
+// Step 11's own checks, beside the ones every rung passes (tests/test_steps.cpp): the work list
+// its plan makes (every token of every (sequence, KV head) covered once, the programs' portions
+// within a tile of each other, short pairs cut only where a portion ends), and its launches with
+// lengths other than the ones planned for (longer, shorter, zero: a CUDA graph replayed across
+// decode steps sees those), in the emulator against the oracle.
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kernels/11_persistent.cuh"
+#include "tests/step_checks.h"
+
+using pa::Backend;
+using pa::DType;
+using namespace pa::testing;
+
+namespace {
+
+namespace s11 = pa::kernels_emu::step11;
+
+/// Every property a work list promises, for lengths \p lengths over \p kv_heads KV heads in
+/// tiles of \p tile on \p programs programs.
+void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int tile, int programs) {
+  const s11::Schedule s = s11::make_schedule(lengths, kv_heads, tile, programs);
+  INFO("lengths " << lengths.size() << " (first " << (lengths.empty() ? 0 : lengths[0]) << "), " << kv_heads
+                  << " KV heads, tile " << tile << ", " << programs << " programs");
+  REQUIRE(s.programs() == std::max(programs, 1));
+  REQUIRE(s.first_item.front() == 0);
+  REQUIRE(s.first_item.back() == static_cast<int>(s.items.size()));
+  REQUIRE(std::is_sorted(s.first_item.begin(), s.first_item.end()));
+
+  // Coverage: the items of each pair, in list order, are [0, length) cut at multiples of the
+  // tile, the last one marked; every pair has at least one item. A whole pair writes the output
+  // itself; the pieces of a cut pair have the slots of their cut, in order.
+  std::vector<std::vector<std::size_t>> items_of(lengths.size() * static_cast<std::size_t>(kv_heads));
+  for (std::size_t i = 0; i < s.items.size(); ++i)
+    items_of[static_cast<std::size_t>(s.items[i].seq * kv_heads + s.items[i].kv_head)].push_back(i);
+  std::size_t cuts = 0;
+  for (int seq = 0; seq < static_cast<int>(lengths.size()); ++seq)
+    for (int kv_head = 0; kv_head < kv_heads; ++kv_head) {
+      INFO("pair (" << seq << ", " << kv_head << ")");
+      const std::vector<std::size_t>& items = items_of[static_cast<std::size_t>(seq * kv_heads + kv_head)];
+      REQUIRE(!items.empty());
+      int covered = 0;
+      for (const std::size_t i : items) {
+        const s11::WorkItem& item = s.items[i];
+        REQUIRE(item.begin == covered);
+        REQUIRE(item.begin % tile == 0);
+        REQUIRE(item.end >= item.begin);
+        REQUIRE(item.end <= lengths[static_cast<std::size_t>(seq)]);
+        REQUIRE(item.last == (i == items.back()));
+        covered = item.end;
+      }
+      REQUIRE(covered == lengths[static_cast<std::size_t>(seq)]);
+      if (items.size() == 1) {
+        REQUIRE(s.items[items[0]].part == -1);
+        continue;
+      }
+      REQUIRE(cuts < s.cuts.size());
+      const s11::CutPair& cut = s.cuts[cuts++];
+      REQUIRE((cut.seq == seq && cut.kv_head == kv_head && cut.pieces == static_cast<int>(items.size())));
+      for (std::size_t k = 0; k < items.size(); ++k) REQUIRE(s.items[items[k]].part == cut.first_part + static_cast<int>(k));
+      // A pair no larger than the smallest portion is cut once at most.
+      if ((lengths[static_cast<std::size_t>(seq)] + tile - 1) / tile <= s.portion_start(1)) REQUIRE(items.size() == 2);
+    }
+  REQUIRE(cuts == s.cuts.size());
+  int parts = 0;
+  for (const s11::CutPair& cut : s.cuts) {
+    REQUIRE(cut.first_part == parts);
+    parts += cut.pieces;
+  }
+  REQUIRE(parts == s.parts);
+
+  // Balance: each program's tiles are its portion, within one tile of the mean; a pair is cut
+  // only where a portion ends, so there are fewer cut pairs than programs.
+  const std::int64_t tiles = s11::work_tiles(lengths, kv_heads, tile);
+  REQUIRE(s.tiles == tiles);
+  for (int p = 0; p < s.programs(); ++p) {
+    std::int64_t mine = 0;
+    for (int k = s.first_item[static_cast<std::size_t>(p)]; k < s.first_item[static_cast<std::size_t>(p) + 1]; ++k)
+      mine += (s.items[static_cast<std::size_t>(k)].end - s.items[static_cast<std::size_t>(k)].begin + tile - 1) / tile;
+    INFO("program " << p << ": " << mine << " tiles");
+    REQUIRE(mine == s.portion_start(p + 1) - s.portion_start(p));
+    REQUIRE(mine * s.programs() >= tiles - s.programs());  // within one tile of tiles / programs
+    REQUIRE(mine * s.programs() <= tiles + s.programs());
+  }
+  REQUIRE(static_cast<int>(s.cuts.size()) <= std::max(s.programs() - 1, 0));
+}
+
+/// Lengths of sequences drawn from \p seed: mostly short, a few long, some 0.
+std::vector<std::int32_t> drawn_lengths(int count, std::uint32_t seed) {
+  std::vector<std::int32_t> lengths;
+  for (int i = 0; i < count; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    const std::uint32_t r = seed >> 8;
+    lengths.push_back(r % 7 == 0 ? 0 : r % 11 == 0 ? static_cast<std::int32_t>(2000 + r % 9000) : static_cast<std::int32_t>(r % 700));
+  }
+  return lengths;
+}
+
+/// A bf16 workload of \p lengths (8 query heads over 2 KV heads, head dim 128) whose problem
+/// allows up to \p capacity tokens a sequence and gives no total: a plan made for it serves
+/// any lengths up to \p capacity, as one replayed across decode steps must.
+pa::Workload workload_of(const std::vector<int>& lengths, int capacity) {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.name = "new-lengths";
+  spec.num_q_heads = 8;
+  spec.num_kv_heads = 2;
+  spec.head_dim = 128;
+  spec.dtype = DType::bf16;
+  spec.context_lens = lengths;
+  const int longest = *std::max_element(lengths.begin(), lengths.end());
+  spec.table_slack = static_cast<int>(pa::pages_for(capacity, spec.block_size) - pa::pages_for(longest, spec.block_size)) + 1;
+  pa::Workload w = pa::make_workload(spec);
+  w.problem.max_context_len = capacity;
+  w.problem.total_context_len = 0;  // unknown: the lengths change between the plan and the launch
+  return w;
+}
+
+/// Runs \p plan on \p w in the emulator (output and workspace poisoned) and requires the oracle's answer.
+void require_oracle_with_plan(const pa::Workload& w, const pa::LaunchPlan& plan, const std::string& what) {
+  const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
+  std::vector<std::byte> out(w.out_bytes(), std::byte{0xff}), workspace(plan.workspace_bytes, std::byte{0xff});
+  entry.launch(w.host_view(out.data(), workspace.data(), workspace.size()), plan, nullptr);
+  const pa::CompareResult result = pa::check_against_oracle(w, pa::oracle_rows(w), out, entry.weights_in_storage_type);
+  INFO(what << "; " << plan.description << ": " << result.summary());
+  REQUIRE(result.ok);
+}
+
+/// A pretend H200 with \p sm_count SMs: fewer programs, so fewer and longer portions.
+pa::DeviceLimits with_sms(int sm_count) {
+  pa::DeviceLimits device = pa::DeviceLimits::pretend_h200();
+  device.sm_count = sm_count;
+  return device;
+}
+
+}  // namespace
+
+TEST_CASE("step11: the work list covers every token of every pair once, in portions within a tile of each other",
+          "[step11]") {
+  check_schedule({}, 8, 32, 1);
+  check_schedule({0, 0, 0}, 2, 32, 1);
+  check_schedule({65536, 512, 512, 0, 512}, 8, 32, 7);
+  check_schedule({1, 31, 32, 33, 64, 65}, 1, 32, 3);
+  check_schedule({100, 200}, 4, 64, 50);  // more programs than tiles: some portions empty
+  for (std::uint32_t seed = 1; seed <= 20; ++seed)
+    for (const int programs : {1, 2, 5, 16, 133, 924})
+      check_schedule(drawn_lengths(1 + static_cast<int>(seed % 40), seed), 1 + static_cast<int>(seed % 8), seed % 2 ? 32 : 64,
+                     programs);
+}
+
+TEST_CASE("step11: ragged-skew's plan spreads the long sequence over many programs and keeps short ones whole",
+          "[step11]") {
+  std::vector<std::int32_t> lengths(64, 512);
+  lengths[0] = 65536;
+  pa::DecodeProblem p = pa::make_problem(64, 32, 8, 128, 16, 4096, 65536, 4096 + 63 * 32, DType::bf16);
+  const pa::LaunchPlan plan = pa::kernel(11, Backend::emulator).plan_lengths(p, lengths, {}, pa::DeviceLimits::pretend_h200());
+  const auto* tables = dynamic_cast<const s11::WorkListTables*>(plan.tables.get());
+  REQUIRE(tables != nullptr);
+  const s11::Schedule& s = tables->schedule;
+  INFO(plan.description);
+  REQUIRE(s.programs() == static_cast<int>(plan.grid[0]));
+  REQUIRE(s.programs() == pa::DeviceLimits::pretend_h200().sm_count * plan.resident_per_sm);  // one per slot
+  REQUIRE(s.tiles == 8 * (65536 / 32) + 63 * 8 * (512 / 32));
+  int long_cut = 0, short_whole = 0, short_cut = 0;
+  for (int p = 0; p < s.programs(); ++p) {  // every program within a tile of the mean
+    const std::int64_t portion = s.portion_start(p + 1) - s.portion_start(p);
+    REQUIRE(portion >= s.tiles / s.programs());
+    REQUIRE(portion <= (s.tiles + s.programs() - 1) / s.programs());
+  }
+  for (const s11::CutPair& cut : s.cuts) {
+    if (cut.seq == 0) {
+      ++long_cut;
+      REQUIRE(cut.pieces >= 2048 / ((s.tiles + s.programs() - 1) / s.programs()));  // 2048 tiles a pair
+    } else {
+      ++short_cut;
+    }
+  }
+  for (const s11::WorkItem& item : s.items)
+    if (item.seq > 0 && item.part < 0) ++short_whole;
+  REQUIRE(long_cut == 8);
+  REQUIRE(short_cut == 0);  // the long sequence's pieces fill around them
+  REQUIRE(short_whole == 63 * 8);
+  // Without the lengths, every sequence is planned at the longest: the short ones cut too.
+  const pa::LaunchPlan blind = pa::kernel(11, Backend::emulator).plan(p, {}, pa::DeviceLimits::pretend_h200());
+  REQUIRE(dynamic_cast<const s11::WorkListTables*>(blind.tables.get())->schedule.cuts.size() == 64 * 8);
+}
+
+TEST_CASE("step11: a plan serves lengths other than its own: longer, shorter, zero, moved", "[step11]") {
+  const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
+  struct Case {
+    const char* what;
+    std::vector<int> planned, launched;
+  };
+  const Case cases[] = {
+      {"every sequence grew by a token", {700, 1, 0, 129, 64}, {701, 2, 1, 130, 65}},
+      {"every sequence grew by many", {700, 1, 0, 129, 64}, {1300, 900, 40, 800, 1000}},
+      {"every sequence shrank", {700, 33, 20, 129, 64}, {300, 1, 0, 17, 63}},
+      {"all planned at zero", {0, 0, 0, 0, 0}, {700, 1, 0, 129, 64}},
+      {"all launched at zero", {700, 1, 0, 129, 64}, {0, 0, 0, 0, 0}},
+      {"the long sequence moved", {1200, 16, 16, 16, 16}, {16, 16, 16, 16, 1200}},
+  };
+  for (const Case& c : cases) {
+    const pa::Workload w = workload_of(c.launched, 1400);
+    const std::vector<std::int32_t> planned(c.planned.begin(), c.planned.end());
+    for (const int sms : {1, 3, 132}) {
+      const pa::LaunchPlan plan = entry.plan_lengths(w.problem, planned, {}, with_sms(sms));
+      require_oracle_with_plan(w, plan, pa::cat(c.what, ", ", sms, " SMs"));
+    }
+    pa::KernelOptions small;
+    small.partition_tokens = 96;  // portions of 3 tiles: most pairs cut, many empty pieces
+    require_oracle_with_plan(w, entry.plan_lengths(w.problem, planned, small, with_sms(132)),
+                             pa::cat(c.what, ", portions of 96 tokens"));
+  }
+}
+
+TEST_CASE("step11: the plan refuses lengths it cannot be for, and a launch a plan without its work list", "[step11]") {
+  const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.dtype = DType::bf16;
+  spec.context_lens = {37, 20, 16};
+  const pa::Workload w = pa::make_workload(spec);
+  const pa::DeviceLimits device = pa::DeviceLimits::pretend_h200();
+  const std::vector<std::int32_t> two = {37, 20};
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan_lengths(w.problem, two, {}, device), pa::ArgumentError,
+                            "step11_persistent: context_lens: expected 3 lengths, one a sequence");
+  const std::vector<std::int32_t> negative = {37, -1, 16};
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan_lengths(w.problem, negative, {}, device), pa::ArgumentError,
+                            "step11_persistent: context_lens[1]: expected the length of sequence 1 in [0, max_context_len = 37]");
+  const std::vector<std::int32_t> too_long = {37, 38, 16};
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan_lengths(w.problem, too_long, {}, device), pa::ArgumentError, "got 38");
+  const std::vector<std::int32_t> other_sum = {37, 20, 15};
+  PA_REQUIRE_THROWS_AS_WITH(entry.plan_lengths(w.problem, other_sum, {}, device), pa::ArgumentError,
+                            "step11_persistent: total_context_len: expected 0 (unknown) or the sum of context_lens = 72, got 73");
+  // A plan of step 10 for the same problem has no work list: refused, nothing written.
+  const pa::LaunchPlan step10 = pa::kernel(10, Backend::emulator).plan(w.problem, {}, device);
+  std::vector<std::byte> out(w.out_bytes(), std::byte{0xff}), workspace(step10.workspace_bytes + 4096, std::byte{0xff});
+  PA_REQUIRE_THROWS_AS_WITH(entry.launch(w.host_view(out.data(), workspace.data(), workspace.size()), step10, nullptr),
+                            pa::ArgumentError, "step11_persistent: plan.tables: expected the work list of a plan that");
+  REQUIRE(std::all_of(out.begin(), out.end(), [](std::byte b) { return b == std::byte{0xff}; }));
+}
+
+TEST_CASE("step11: on pretend devices of 1 to 132 SMs the answer is the oracle's, and one device's twice the same bits",
+          "[step11]") {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.num_q_heads = 16;
+  spec.num_kv_heads = 2;
+  spec.head_dim = 128;
+  spec.dtype = DType::f16;
+  spec.context_lens = {2100, 5, 0, 640, 33, 512};
+  const pa::Workload w = pa::make_workload(spec);
+  const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
+  for (const int sms : {1, 2, 7, 132}) {
+    const pa::LaunchPlan plan = entry.plan_lengths(w.problem, w.context_lens, {}, with_sms(sms));
+    require_oracle_with_plan(w, plan, pa::cat(sms, " SMs"));
+  }
+  const pa::RunOutput first = run_on(Backend::emulator, 11, w), second = run_on(Backend::emulator, 11, w);
+  require_same_bits(w, first, second, "a second run");
+}
