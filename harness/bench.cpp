@@ -31,18 +31,21 @@ const std::vector<int> kSweepContexts = {512, 1024, 2048, 4096, 8192, 16384, 327
 ///  - "group-<g>": 8·g query heads (group size g), head dim 128;
 ///  - "head-dim-<d>": 32 query heads (group size 4), head dim d.
 /// g = 4 and d = 128 are gqa-batch itself: they are not timed again, and scripts/results_lib.py
-/// reads those points from each step's gqa-batch row.
+/// reads those points from each step's gqa-batch row. And on gqa-batch's heads:
+///  - "single-<n>": one sequence of n tokens, 1k to 1M (4 MB to 4.3 GB of K/V).
 const std::vector<int> kSweepGroups = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32};
 const std::vector<int> kSweepHeadDims = {64, 80, 96, 112, 128, 256};
+const std::vector<int> kSweepSingleContexts = {1 << 10, 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15,
+                                               1 << 16, 1 << 17, 1 << 18, 1 << 19, 1 << 20};
 /// The shape sweeps are recorded from step 08 on: the first kernel that reads each KV head's K
 /// and V once for its whole query-head group, so its speed should not depend on the group size.
 /// Earlier steps read them once per query head, and their rows would only repeat that.
 constexpr int kFirstShapeSweepStep = 8;
 
 /// The number after \p prefix in \p name (12 for "group-12" and "group-"), or 0 when the rest
-/// of \p name is not a number of at most six digits.
+/// of \p name is not a number of at most seven digits.
 int number_after(const std::string& name, std::string_view prefix) {
-  if (name.size() <= prefix.size() || name.size() > prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0)
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 7 || name.compare(0, prefix.size(), prefix) != 0)
     return 0;
   const auto digits = std::string_view(name).substr(prefix.size());
   if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return 0;
@@ -77,6 +80,11 @@ WorkloadSpec spec_of(const std::string& name) {
     spec.head_dim = head_dim;
     return spec;
   }
+  if (const int context = number_after(name, "single-")) {
+    WorkloadSpec spec = gqa_batch_as(name);
+    spec.context_lens.assign(1, context);
+    return spec;
+  }
   return named_spec(name);
 }
 
@@ -88,11 +96,12 @@ std::vector<std::string> shape_sweep_workloads() {
     if (group * gqa.num_kv_heads != gqa.num_q_heads) names.push_back(cat("group-", group));
   for (int head_dim : kSweepHeadDims)
     if (head_dim != gqa.head_dim) names.push_back(cat("head-dim-", head_dim));
+  for (int context : kSweepSingleContexts) names.push_back(cat("single-", context));
   return names;
 }
 
 bool is_shape_sweep(const std::string& name) {
-  return number_after(name, "group-") > 0 || number_after(name, "head-dim-") > 0;
+  return number_after(name, "group-") > 0 || number_after(name, "head-dim-") > 0 || number_after(name, "single-") > 0;
 }
 
 /// A workload, built once per process and kept on the host and the device.
@@ -103,7 +112,7 @@ struct Cached {
 };
 /// The workload \p name, built on first use. The named workloads and the context sweep stay
 /// for the whole process (every step uses them: about 14 GB on the host and as much on the
-/// device). A shape sweep's point (1 to 4 GB of K/V) is used only by its own
+/// device). A shape sweep's point (up to 4.3 GB of K/V) is used only by its own
 /// few rows, which register_shape_sweeps registers next to each other: it is dropped when the
 /// next point is built, so at most one is held at a time.
 Cached& cached(const std::string& name) {

@@ -52,15 +52,29 @@ class ShapeSweep:
     prefix: str               # "group-"
     symbol: str               # "g": the column headers read "g = 1", "2", ...
     points: Tuple[int, ...]   # the points BENCHMARKS.md names, in order
-    gqa_batch_point: int      # the point that is gqa-batch itself: not timed again, read from its row
+    gqa_batch_point: int      # the point that is gqa-batch itself: not timed again, read from its row (0: none)
     shape: str                # the heads at a point, for the table's caption
+    batch: str = "64 sequences of 8192 tokens as in `gqa-batch`"  # the sequences, for the caption
+    target: bool = True       # whether SHAPE_SWEEP_TARGET_PCT holds at every point
+
+    def label(self, point: int) -> str:
+        """A point as the tables and plots write it: 1024 is "1k" and 1048576 "1M" when the points
+        are token counts (their multiples of 1024), else the number."""
+        if point >= 1024 and point % 1024 == 0 and min(self.points) >= 1024:
+            return f"{point // 1048576}M" if point % 1048576 == 0 else f"{point // 1024}k"
+        return str(point)
 
 
 GROUP_SWEEP = ShapeSweep("group size", "group-", "g", (1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32), 4,
                          "8·g query heads over 8 KV heads, head dim 128")
 HEAD_DIM_SWEEP = ShapeSweep("head dim", "head-dim-", "d", (64, 80, 96, 112, 128, 256), 128,
                             "32 query heads over 8 KV heads")
-SHAPE_SWEEPS = (GROUP_SWEEP, HEAD_DIM_SWEEP)
+# The context sweep of one sequence (issue 19): where a long context is one sequence, every program
+# of the machine must share its tokens. No target at every point: 1k tokens are 4 MB, read in less
+# than a launch's cost.
+SINGLE_SWEEP = ShapeSweep("context length", "single-", "n", tuple(1024 << k for k in range(11)), 0,
+                          "32 query heads over 8 KV heads, head dim 128", "one sequence of n tokens", False)
+SHAPE_SWEEPS = (GROUP_SWEEP, HEAD_DIM_SWEEP, SINGLE_SWEEP)
 FIRST_SHAPE_SWEEP_STEP = 8       # the first step whose kernel reads K and V once for the whole group
 SHAPE_SWEEP_TARGET_PCT = 85.0    # docs/design/BENCHMARKS.md: at every point, % of the datasheet
 
@@ -540,8 +554,11 @@ class Ladder:
 
     def has_shape_sweeps(self) -> bool:
         """Whether the GPU run recorded any point of a shape sweep."""
-        return self.gpu is not None and any(w.startswith(sweep.prefix) for sweep in SHAPE_SWEEPS
-                                            for w in self.gpu.workloads("gpu"))
+        return any(self.recorded(sweep) for sweep in SHAPE_SWEEPS)
+
+    def recorded(self, sweep: ShapeSweep) -> bool:
+        """Whether the GPU run recorded any point of \p sweep."""
+        return self.gpu is not None and any(w.startswith(sweep.prefix) for w in self.gpu.workloads("gpu"))
 
     def shape_points(self, sweep: ShapeSweep) -> List[int]:
         """\\p sweep's points: those BENCHMARKS.md names and any other the run recorded, in order."""
@@ -555,7 +572,7 @@ class Ladder:
     def shape_result(self, step: int, sweep: ShapeSweep, point: int) -> Optional[Result]:
         """\\p step's result at one point of \\p sweep; the point that is gqa-batch is its row."""
         result = self.gpu_result(step, f"{sweep.prefix}{point}")
-        if result is None and point == sweep.gqa_batch_point:
+        if result is None and sweep.gqa_batch_point and point == sweep.gqa_batch_point:
             result = self.gpu_result(step, "gqa-batch")
         return result
 
@@ -1016,7 +1033,8 @@ def shape_sweep_table(ladder: Ladder, sweep: ShapeSweep) -> str:
             cells.append(_result_cell(ladder.shape_result(step, sweep, point),
                                       lambda r: f"{fmt_pct(ladder.pct_datasheet(r))} ({fmt_us(r.seconds)})"))
         rows.append(cells)
-    header = ["#", "step"] + [f"{sweep.symbol} = {point}" if i == 0 else str(point) for i, point in enumerate(points)]
+    header = ["#", "step"] + [f"{sweep.symbol} = {sweep.label(point)}" if i == 0 else sweep.label(point)
+                              for i, point in enumerate(points)]
     return markdown_table(header, rows, ["---", "---"] + ["--:"] * len(points))
 
 
@@ -1030,16 +1048,21 @@ def sweeps_region(ladder: Ladder) -> str:
     if ladder.gpu is None:
         return NO_GPU_RESULTS
     if not ladder.has_shape_sweeps():
-        return (f"No shape-sweep rows (`group-<g>`, `head-dim-<d>`) in {_code(ladder.source_path(ladder.gpu))}: "
+        return (f"No shape-sweep rows (`group-<g>`, `head-dim-<d>`, `single-<n>`) in {_code(ladder.source_path(ladder.gpu))}: "
                 "they are not recorded yet. The next `scripts/gpu-bench` run records them for every rung from "
                 f"step {FIRST_SHAPE_SWEEP_STEP:02d} on.")
     lines = [f"**{ladder.stamp_line()}**", ""]
     for sweep in SHAPE_SWEEPS:
-        lines += [f"{sweep.title[0].upper()}{sweep.title[1:]} {sweep.symbol} ({sweep.shape}; 64 sequences of 8192 "
-                  "tokens as in `gqa-batch`):", "", shape_sweep_table(ladder, sweep), ""]
+        caption = f"{sweep.title[0].upper()}{sweep.title[1:]} {sweep.symbol} ({sweep.shape}; {sweep.batch})"
+        if ladder.recorded(sweep):
+            lines += [f"{caption}:", "", shape_sweep_table(ladder, sweep), ""]
+        else:
+            lines += [f"{caption}: no `{sweep.prefix}<{sweep.symbol}>` rows in this run.", ""]
     roof = ladder.roof_pct_datasheet
     legend = ("Each cell: % of the datasheet bandwidth (median µs). The target is "
-              f"≥ {SHAPE_SWEEP_TARGET_PCT:.0f}% at every point (docs/design/BENCHMARKS.md)")
+              f"≥ {SHAPE_SWEEP_TARGET_PCT:.0f}% at every point of the group-size and head-dim sweeps "
+              "(docs/design/BENCHMARKS.md); the context sweep of one sequence has none (its short points "
+              "take less than a launch costs)")
     if roof is not None:
         legend += f"; the roof measured in the same run is {fmt_pct(roof)}"
     legend += (f". g = {GROUP_SWEEP.gqa_batch_point} and d = {HEAD_DIM_SWEEP.gqa_batch_point} are `gqa-batch` "

@@ -424,7 +424,8 @@ def sweep_run():
                gpu_bench(8, "group-1", 0.7, 3120.0), refused_bench(8, "group-7", "refused: no kernel for group 7"),
                gpu_bench(8, "head-dim-256", 1.5, 2880.0),
                gpu_bench(9, "group-1", 0.55, 3960.0), gpu_bench(9, "group-7", 0.52, 4176.0),
-               gpu_bench(9, "head-dim-256", 1.0, 4320.0), gpu_bench(9, "group-64", 0.8, 2400.0)]
+               gpu_bench(9, "head-dim-256", 1.0, 4320.0), gpu_bench(9, "group-64", 0.8, 2400.0),
+               gpu_bench(9, "single-1024", 0.01, 480.0), gpu_bench(9, "single-1048576", 1.0, 4320.0)]
     return {"context": gpu_context(), "benchmarks": benches}
 
 
@@ -475,6 +476,15 @@ class ShapeSweepTest(unittest.TestCase):
         self.assertEqual(rows[1][2:], [rl.DASH] * 4 + ["75.0% (600)", "60.0% (1500)"])
         self.assertEqual(rows[2][2:], [rl.DASH] * 4 + ["90.0% (500)", "90.0% (1000)"])
 
+    def test_single_sequence_table(self):
+        rows = table_rows(rl.shape_sweep_table(self.ladder, rl.SINGLE_SWEEP))
+        self.assertEqual(rows[0], ["#", "step", "n = 1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k",
+                                   "512k", "1M"])
+        self.assertEqual(rows[1][2:], [rl.DASH] * 11)  # step 08 recorded none; no gqa-batch point here
+        self.assertEqual(rows[2][2], "10.0% (10.0)")
+        self.assertEqual(rows[2][-1], "90.0% (1000)")
+        self.assertEqual(self.ladder.shape_series(9, rl.SINGLE_SWEEP), [(1024, 10.0), (1048576, 90.0)])
+
     def test_series_for_the_plots(self):
         self.assertEqual(self.ladder.shape_series(8, rl.GROUP_SWEEP), [(1, 65.0), (4, 75.0)])
         self.assertEqual(self.ladder.shape_series(9, rl.HEAD_DIM_SWEEP), [(128, 90.0), (256, 90.0)])
@@ -490,13 +500,15 @@ class ShapeSweepTest(unittest.TestCase):
         self.assertIn("The target is ≥ 85% at every point", text)
         self.assertIn("the roof measured in the same run is 95.2%", text)
         self.assertIn("g = 4 and d = 128 are `gqa-batch` itself", text)
+        self.assertIn("Context length n (32 query heads over 8 KV heads, head dim 128; one sequence of n tokens):", text)
+        self.assertIn("the context sweep of one sequence has none", text)
         self.assertIn("`docs/results/h200.json`", text)
 
     def test_without_sweep_rows_the_region_says_so(self):
         ladder = rl.load(self.tree.root, gpu_path=self.tree.write("plain.json", gpu_run()))
         self.assertFalse(ladder.has_shape_sweeps())
         text = rl.sweeps_region(ladder)
-        self.assertIn("No shape-sweep rows (`group-<g>`, `head-dim-<d>`) in `docs/results/plain.json`", text)
+        self.assertIn("No shape-sweep rows (`group-<g>`, `head-dim-<d>`, `single-<n>`) in `docs/results/plain.json`", text)
         self.assertIn("not recorded yet", text)
         self.assertNotIn("|", text)
         self.path.unlink()
