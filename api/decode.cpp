@@ -1,5 +1,6 @@
 #include "api/decode.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "common/cuda/runtime.h"
@@ -34,24 +35,45 @@ constexpr std::string_view kWhyTensorCores =
 constexpr std::string_view kWhyNextFor16Bit = "the next fastest for bf16 and f16";
 constexpr std::string_view kWhyF32 = "the fastest rung that runs f32 (step 10 multiplies 16-bit inputs only)";
 
-/// One row of the choice: a storage type and a rung to try for it.
+// Step 11 (the persistent programs over a work list balanced by the lengths) goes first for a
+// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261202-37559cfd23.json,
+// bf16, one run for steps 10 and 11): ragged-skew (one sequence of 65536 tokens, 63 of 512; the
+// longest 43 times the mean) 115 µs against step 10's 298 (72.3 against 28.0%), ragged-uniform
+// (uniform in [128, 16384]; the longest 2.0 times the mean) 486 against 529 (90.5 against 83.1%).
+// Where the lengths are equal step 10 leads: gqa-batch 480 against 492 µs, small-batch 37.8
+// against 41.7, long-single 42.4 against 44.0, and every one-sequence point from 1k to 1M (1k:
+// 26.8 against 33.2 µs). The rule "the longest at least 1.5 times the mean" sits between the
+// ratios measured (1.0: step 10; 2.0 and 43: step 11); none between them was measured.
+constexpr std::string_view kWhyPersistent =
+    "chosen for a ragged batch (the longest sequence at least 1.5 times the mean) in bf16 and f16: its work list "
+    "balances the tokens over the device (H200, docs/results: ragged-skew 2.6 times as fast as step 10, "
+    "ragged-uniform 8% faster)";
+constexpr double kRaggedRatio = 1.5;
+
+/// Whether \p context_lens are ragged enough for step 11: the longest at least kRaggedRatio
+/// times the mean. False for no lengths (plan_decode without them) and for a batch of no tokens.
+bool ragged(std::span<const std::int32_t> context_lens) {
+  if (context_lens.empty()) return false;
+  double sum = 0;
+  std::int32_t longest = 0;
+  for (const std::int32_t length : context_lens) sum += length, longest = std::max(longest, length);
+  return sum > 0 && longest >= kRaggedRatio * sum / static_cast<double>(context_lens.size());
+}
+
+/// One row of the choice: a storage type and a rung to try for it, and whether only for a
+/// ragged batch.
 struct ChoiceRow {
   DType dtype;
   RungChoice choice;
+  bool ragged_only = false;
 };
 
-/// Fastest first: choose_rungs keeps the rows of the problem's storage type, in this order. A
-/// later rung goes above the rows it beats; one that wins only on some shapes (a persistent
-/// scheduler on ragged batches) would add a condition on the problem to its row.
-// TODO(step 11): step 11 (step11_persistent, the persistent programs over a planned work list)
-// is not in the choice until a GPU run measures it against step 10. Its plan reads the host copy
-// of the lengths (KernelEntry::plan_lengths, through pa::plan_for); plan_decode has no lengths to
-// give it, so choosing it would plan every sequence at max_context_len (its plain plan: right for
-// any lengths, balanced only for equal ones). Adding it means a plan_decode that takes the host
-// lengths too, and a row above step 10's for bf16 and f16 where the measurements say so.
+/// Fastest first: choose_rungs keeps the rows of the problem's storage type (a ragged_only row
+/// only for ragged lengths), in this order.
 constexpr ChoiceRow kFastestFirst[] = {
-    {DType::bf16, {10, kWhyTensorCores}},  {DType::f16, {10, kWhyTensorCores}},
-    {DType::bf16, {9, kWhyNextFor16Bit}},  {DType::f16, {9, kWhyNextFor16Bit}},
+    {DType::bf16, {11, kWhyPersistent}, true}, {DType::f16, {11, kWhyPersistent}, true},
+    {DType::bf16, {10, kWhyTensorCores}},      {DType::f16, {10, kWhyTensorCores}},
+    {DType::bf16, {9, kWhyNextFor16Bit}},      {DType::f16, {9, kWhyNextFor16Bit}},
     {DType::f32, {9, kWhyF32}},
 };
 
@@ -59,23 +81,28 @@ std::string two_digits(int step) { return cat(step < 10 ? "0" : "", step); }
 
 }  // namespace
 
-std::vector<RungChoice> choose_rungs(const DecodeProblem& problem) {
+std::vector<RungChoice> choose_rungs(const DecodeProblem& problem, std::span<const std::int32_t> context_lens) {
+  const bool is_ragged = ragged(context_lens);
   std::vector<RungChoice> rungs;
   for (const ChoiceRow& row : kFastestFirst)
-    if (row.dtype == problem.dtype) rungs.push_back(row.choice);
+    if (row.dtype == problem.dtype && (!row.ragged_only || is_ragged)) rungs.push_back(row.choice);
   return rungs;
 }
 
-DecodePlan plan_decode(const DecodeProblem& problem, Backend backend, const DeviceLimits& device) {
+DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, Backend backend,
+                       const DeviceLimits& device) {
   validate(problem, kPlanDecode);
-  const std::vector<RungChoice> rungs = choose_rungs(problem);
+  // Bad lengths are the caller's, not a rung's refusal: checked here, before any rung is tried.
+  if (!context_lens.empty()) validate_lengths(problem, context_lens, kPlanDecode);
+  const std::vector<RungChoice> rungs = choose_rungs(problem, context_lens);
   PA_REQUIRE(!rungs.empty(), kPlanDecode, "problem.dtype", "a storage type some rung runs", dtype_name(problem.dtype));
   std::string first_refusal, refusals;
   for (const RungChoice& rung : rungs) {
     const KernelEntry& entry = kernel(rung.step, backend);
     try {
       // Every knob 0: the rung's plan chooses them, as it did in the runs the choice rests on.
-      LaunchPlan launch = entry.plan(problem, KernelOptions{}, device);
+      LaunchPlan launch = context_lens.empty() ? entry.plan(problem, KernelOptions{}, device)
+                                               : plan_for(entry, problem, context_lens, KernelOptions{}, device);
       std::string description =
           cat("step ", two_digits(entry.step), " (", entry.name, ") on ",
               backend == Backend::cuda ? "the GPU" : "the emulator", ": ", rung.why, refusals, "; ", launch.description);
@@ -88,10 +115,16 @@ DecodePlan plan_decode(const DecodeProblem& problem, Backend backend, const Devi
   throw ArgumentError(cat(kPlanDecode, ": ", first_refusal));
 }
 
-DecodePlan plan_decode(const DecodeProblem& problem, Backend backend) {
-  return plan_decode(problem, backend,
+DecodePlan plan_decode(const DecodeProblem& problem, Backend backend, const DeviceLimits& device) {
+  return plan_decode(problem, {}, backend, device);
+}
+
+DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, Backend backend) {
+  return plan_decode(problem, context_lens, backend,
                      backend == Backend::cuda ? gpu::device_info().limits : DeviceLimits::pretend_h200());
 }
+
+DecodePlan plan_decode(const DecodeProblem& problem, Backend backend) { return plan_decode(problem, {}, backend); }
 
 void decode(const DecodePlan& plan, const DecodeView& view, void* stream) {
   // Checked here in the API's name: the problem, the pointers, the workspace, and (emulator)

@@ -18,6 +18,8 @@
 /// docs/pages/entry_point.md.
 
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,10 +37,11 @@ struct RungChoice {
 };
 
 /// The rungs plan_decode tries for \p problem, fastest first: bf16 and f16 step 10 then step 09,
-/// f32 step 09 (step 10 multiplies 16-bit inputs and refuses f32). The first whose plan accepts
-/// the problem runs. Reads only the problem's storage type today; later rungs (a persistent
-/// scheduler for ragged batches, fp8 storage) add rows that read more of it.
-std::vector<RungChoice> choose_rungs(const DecodeProblem& problem);
+/// f32 step 09 (step 10 multiplies 16-bit inputs and refuses f32); for bf16 and f16 with ragged
+/// \p context_lens (the host copy of the lengths, one a sequence; the longest at least 1.5 times
+/// the mean), step 11 first, whose work list balances the tokens over the device. The first whose
+/// plan accepts the problem runs. Without lengths (an empty span) step 11 is not chosen.
+std::vector<RungChoice> choose_rungs(const DecodeProblem& problem, std::span<const std::int32_t> context_lens = {});
 
 /// What plan_decode chose for one problem on one device: the rung, its launch, and why. Copyable;
 /// made only by plan_decode, so a plan always holds a launch some rung accepted.
@@ -64,7 +67,8 @@ class DecodePlan {
  private:
   DecodePlan(const KernelEntry& kernel, LaunchPlan launch, std::string description)
       : kernel_(&kernel), launch_(std::move(launch)), description_(std::move(description)) {}
-  friend DecodePlan plan_decode(const DecodeProblem& problem, Backend backend, const DeviceLimits& device);
+  friend DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, Backend backend,
+                                const DeviceLimits& device);
 
   const KernelEntry* kernel_;  // an entry of pa::kernel()'s table, which lives as long as the program
   LaunchPlan launch_;
@@ -83,6 +87,19 @@ DecodePlan plan_decode(const DecodeProblem& problem, Backend backend, const Devi
 /// (DeviceLimits::pretend_h200), or the current CUDA device (gpu::device_info; CudaError naming
 /// the reason when there is none).
 DecodePlan plan_decode(const DecodeProblem& problem, Backend backend);
+
+/// plan_decode for a batch whose context lengths the host knows, \p context_lens (one a
+/// sequence, as the decodes' will be): a ragged batch gets step 11, whose plan balances its work
+/// list by these lengths (choose_rungs); an empty span is plan_decode without lengths. The plan
+/// stays right for any lengths of its problem (each launch reads them on the backend's side, so
+/// a CUDA graph of it replays with new ones); it is balanced for these. Throws ArgumentError
+/// "pa::plan_decode: context_lens: ..." for a count other than problem.num_seqs, and the rung's
+/// own message for a length outside [0, max_context_len].
+DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, Backend backend,
+                       const DeviceLimits& device);
+
+/// plan_decode with host lengths for the backend's own device.
+DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, Backend backend);
 
 /// Runs one decode step of \p plan on \p view, whose tensors live on the plan's backend (host
 /// memory for the emulator, device memory for CUDA) and whose problem must be the plan's, with

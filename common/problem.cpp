@@ -164,6 +164,20 @@ void throw_table_fault(const DecodeProblem& p, const TableFault& fault, std::str
   }
 }
 
+void validate_lengths(const DecodeProblem& p, std::span<const std::int32_t> context_lens, std::string_view function) {
+  PA_REQUIRE(context_lens.size() == static_cast<std::size_t>(p.num_seqs), function, "context_lens.size()",
+             cat("num_seqs = ", p.num_seqs), context_lens.size());
+  std::int64_t sum = 0;
+  for (int seq = 0; seq < p.num_seqs; ++seq) {
+    const std::int32_t length = context_lens[static_cast<std::size_t>(seq)];
+    if (length < 0 || length > p.max_context_len)
+      throw_table_fault(p, {TableFault::Kind::context_len, seq, 0, length, 0}, function);
+    sum += length;
+  }
+  if (p.total_context_len != 0 && p.total_context_len != sum)
+    throw_table_fault(p, {TableFault::Kind::total, 0, 0, sum, 0}, function);
+}
+
 void validate_tables(const DecodeProblem& p, std::span<const std::int32_t> block_tables,
                      std::span<const std::int32_t> context_lens, std::string_view function) {
   PA_REQUIRE(context_lens.size() == static_cast<std::size_t>(p.num_seqs), function,

@@ -116,6 +116,11 @@ TableFault find_table_fault(const DecodeProblem& problem, std::span<const std::i
 /// entry, the value and the range it must lie in; returns when fault.kind is none.
 void throw_table_fault(const DecodeProblem& problem, const TableFault& fault, std::string_view function);
 
+/// Checks the host copy of a batch's context lengths alone (a plan that balances by them, before
+/// any block table exists): one a sequence, each in [0, max_context_len], and total_context_len
+/// against their sum, with validate_tables's messages (context_lens.size() first).
+void validate_lengths(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, std::string_view function);
+
 /// Pages a context of \p context_len tokens occupies.
 inline std::int64_t pages_for(std::int64_t context_len, int block_size) {
   return (context_len + block_size - 1) / block_size;

@@ -388,22 +388,6 @@ inline std::shared_ptr<const WorkListTables> make_tables(Schedule schedule, cons
   return tables;
 }
 
-/// Refuses lengths that are not one a sequence in [0, max_context_len], or whose sum is not
-/// p.total_context_len where the problem gives one, with validate_tables's words.
-inline void require_lengths(const DecodeProblem& p, std::span<const std::int32_t> lengths) {
-  PA_REQUIRE(lengths.size() == static_cast<std::size_t>(p.num_seqs), kName, "context_lens",
-             cat(p.num_seqs, " lengths, one a sequence (the host copy the plan balances by)"), cat(lengths.size(), " lengths"));
-  std::int64_t sum = 0;
-  for (int seq = 0; seq < p.num_seqs; ++seq) {
-    const std::int32_t length = lengths[static_cast<std::size_t>(seq)];
-    if (length < 0 || length > p.max_context_len)
-      throw_table_fault(p, {TableFault::Kind::context_len, seq, 0, length, 0}, kName);
-    sum += length;
-  }
-  if (p.total_context_len != 0 && p.total_context_len != sum)
-    throw_table_fault(p, {TableFault::Kind::total, 0, 0, sum, 0}, kName);
-}
-
 /// The checks of the problem and the knobs, before the lengths: step 10's, less its split knobs.
 inline void check(const DecodeProblem& p, const KernelOptions& options) {
   validate(p, kName);
@@ -441,7 +425,7 @@ inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t
 inline LaunchPlan plan_lengths(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
                                const DeviceLimits& device) {
   check(p, options);
-  require_lengths(p, lengths);
+  validate_lengths(p, lengths, kName);
   return plan_work(p, lengths, options, device);
 }
 

@@ -31,11 +31,17 @@ inline std::vector<WorkloadSpec> api_specs(DType dtype) {
   return specs;
 }
 
-/// Plans \p workload's problem with pa::plan_decode on \p backend and decodes it with pa::decode
-/// (the GPU: the workload copied to the device, out and workspace poisoned first, then
-/// downloaded); returns the output.
-inline std::vector<std::byte> decode_with_api(Backend backend, const Workload& workload) {
-  const DecodePlan plan = plan_decode(workload.problem, backend);
+/// \p workload's plan from pa::plan_decode on \p backend: with its host lengths when
+/// \p with_lengths (a ragged batch of 16-bit storage then gets step 11), else without.
+inline DecodePlan api_plan(Backend backend, const Workload& workload, bool with_lengths) {
+  return with_lengths ? plan_decode(workload.problem, workload.context_lens, backend) : plan_decode(workload.problem, backend);
+}
+
+/// Plans \p workload's problem with pa::plan_decode on \p backend (api_plan) and decodes it with
+/// pa::decode (the GPU: the workload copied to the device, out and workspace poisoned first,
+/// then downloaded); returns the output.
+inline std::vector<std::byte> decode_with_api(Backend backend, const Workload& workload, bool with_lengths = false) {
+  const DecodePlan plan = api_plan(backend, workload, with_lengths);
   if (backend == Backend::cuda) {
     DeviceWorkload device(workload);
     const DecodeView view = device.view(plan.workspace_bytes());
@@ -49,17 +55,23 @@ inline std::vector<std::byte> decode_with_api(Backend backend, const Workload& w
 }
 
 /// The entry point on every shape of api_specs in bf16, f16 and f32 matches the oracle (the
-/// harness's rule: tolerance, NaN, 3x the plain loop of the rung's precision).
+/// harness's rule: tolerance, NaN, 3x the plain loop of the rung's precision), planned without
+/// the lengths and with them (the debug workload's lengths are ragged: 16-bit storage then runs
+/// on step 11, f32 still on step 09).
 inline void check_api_against_oracle(Backend backend) {
-  for (const DType dtype : {DType::bf16, DType::f16, DType::f32})
-    for (const WorkloadSpec& spec : api_specs(dtype)) {
-      const Workload workload = make_workload(spec);
-      const DecodePlan plan = plan_decode(workload.problem, backend);
-      const CompareResult result = check_against_oracle(workload, oracle_rows(workload), decode_with_api(backend, workload),
-                                                        plan.kernel().weights_in_storage_type);
-      INFO(spec.name << " on " << backend_name(backend) << ": " << plan.description() << ": " << result.summary());
-      REQUIRE(result.ok);
-    }
+  for (const bool with_lengths : {false, true})
+    for (const DType dtype : {DType::bf16, DType::f16, DType::f32})
+      for (const WorkloadSpec& spec : api_specs(dtype)) {
+        const Workload workload = make_workload(spec);
+        const DecodePlan plan = api_plan(backend, workload, with_lengths);
+        REQUIRE(plan.step() == (dtype == DType::f32 ? 9 : with_lengths ? 11 : 10));
+        const CompareResult result =
+            check_against_oracle(workload, oracle_rows(workload), decode_with_api(backend, workload, with_lengths),
+                                 plan.kernel().weights_in_storage_type);
+        INFO(spec.name << " on " << backend_name(backend) << (with_lengths ? ", planned with the lengths: " : ": ")
+                       << plan.description() << ": " << result.summary());
+        REQUIRE(result.ok);
+      }
 }
 
 }  // namespace pa::testing

@@ -44,6 +44,48 @@ TEST_CASE("api: bf16 and f16 run on step 10, f32 on step 09", "[api]") {
   REQUIRE(plan.backend() == Backend::emulator);
 }
 
+TEST_CASE("api: with the host lengths, a ragged batch of bf16 or f16 runs on step 11", "[api]") {
+  pa::WorkloadSpec spec = pa::named_spec("ragged-skew");  // one sequence of 65536 tokens, 63 of 512
+  spec.context_lens = {4096, 512, 512, 512};               // the longest 2.3 times the mean
+  for (const DType dtype : {DType::bf16, DType::f16}) {
+    spec.dtype = dtype;
+    const pa::DecodeProblem problem = pa::make_workload(spec).problem;
+    REQUIRE(steps_of(pa::choose_rungs(problem, spec.context_lens)) == std::vector<int>{11, 10, 9});
+    const pa::DecodePlan plan = pa::plan_decode(problem, spec.context_lens, Backend::emulator);
+    REQUIRE(plan.step() == 11);
+    // The plan is step 11's own for these lengths: its work list, balanced by them.
+    const pa::LaunchPlan own = pa::kernel(11, Backend::emulator)
+                                   .plan_lengths(problem, spec.context_lens, pa::KernelOptions{}, pa::DeviceLimits::pretend_h200());
+    REQUIRE(plan.launch_plan().description == own.description);
+    REQUIRE(plan.description().starts_with("step 11 (step11_persistent) on the emulator: chosen for a ragged batch"));
+  }
+  // Equal lengths, lengths just under the ratio, no lengths, f32: not step 11.
+  spec.dtype = DType::bf16;
+  pa::DecodeProblem problem = pa::make_workload(spec).problem;
+  problem.total_context_len = 0;  // unknown: other lengths than the workload's
+  const std::vector<std::int32_t> even(4, 1024), under = {1400, 1000, 1000, 1000};  // 1400 < 1.5 * 1100
+  REQUIRE(steps_of(pa::choose_rungs(problem, even)) == std::vector<int>{10, 9});
+  REQUIRE(steps_of(pa::choose_rungs(problem, under)) == std::vector<int>{10, 9});
+  REQUIRE(steps_of(pa::choose_rungs(problem)) == std::vector<int>{10, 9});
+  REQUIRE(pa::plan_decode(problem, even, Backend::emulator).step() == 10);
+  spec.dtype = DType::f32;
+  REQUIRE(steps_of(pa::choose_rungs(pa::make_workload(spec).problem, spec.context_lens)) == std::vector<int>{9});
+}
+
+TEST_CASE("api: plan_decode refuses lengths that are not one a sequence, or out of range", "[api]") {
+  const pa::Workload workload = debug_workload(DType::bf16);
+  const std::vector<std::int32_t> three(3, 1);
+  REQUIRE(error_message([&] { pa::plan_decode(workload.problem, three, Backend::emulator); }) ==
+          pa::cat("pa::plan_decode: context_lens.size(): expected num_seqs = ", workload.problem.num_seqs, ", got 3"));
+  // A length out of range is the caller's error, not a rung's refusal: no rung is tried.
+  std::vector<std::int32_t> too_long = workload.context_lens;
+  too_long.back() = workload.problem.max_context_len + 1;
+  const int last = workload.problem.num_seqs - 1;
+  REQUIRE(error_message([&] { pa::plan_decode(workload.problem, too_long, Backend::emulator); })
+              .starts_with(pa::cat("pa::plan_decode: context_lens[", last, "]: expected the length of sequence ", last,
+                                   " in [0, max_context_len = ", workload.problem.max_context_len, "]")));
+}
+
 TEST_CASE("api: the plan is the rung's own, with the knobs it picks, and says why", "[api]") {
   for (const DType dtype : {DType::bf16, DType::f32}) {
     const pa::DecodeProblem problem = debug_workload(dtype).problem;

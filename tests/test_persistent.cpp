@@ -224,7 +224,7 @@ TEST_CASE("step11: the plan refuses lengths it cannot be for, and a launch a pla
   const pa::DeviceLimits device = pa::DeviceLimits::pretend_h200();
   const std::vector<std::int32_t> two = {37, 20};
   PA_REQUIRE_THROWS_AS_WITH(entry.plan_lengths(w.problem, two, {}, device), pa::ArgumentError,
-                            "step11_persistent: context_lens: expected 3 lengths, one a sequence");
+                            "step11_persistent: context_lens.size(): expected num_seqs = 3, got 2");
   const std::vector<std::int32_t> negative = {37, -1, 16};
   PA_REQUIRE_THROWS_AS_WITH(entry.plan_lengths(w.problem, negative, {}, device), pa::ArgumentError,
                             "step11_persistent: context_lens[1]: expected the length of sequence 1 in [0, max_context_len = 37]");
