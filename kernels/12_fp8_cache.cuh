@@ -20,8 +20,8 @@
 ///   ends at 65504; the power goes back into the scale, exactly). The weights P are f16.
 /// - The scales cost nothing in the loop: k_scale joins the softmax scale, v_scale multiplies
 ///   the accumulators once at the end.
-/// - A tile is 64 tokens (step 10's 32): a stage then holds as many bytes as step 10's, so as
-///   many bytes are in flight a program.
+/// - A tile is 64 tokens (step 10's 32): a stage then holds as many bytes as step 10's; 3 stages
+///   (kShapes says why).
 /// A problem whose K/V are not fp8 runs as step 11.
 ///
 ///     build/current/steps/step12_fp8_cache --help
@@ -38,8 +38,13 @@ using step10::parts_for;
 using step10::Shape;
 
 /// The program shapes, indexed like step 10's (step10::shape_for): 64-token tiles, 64 channels a
-/// warp (128 for a group of more than 16 heads, as step 10's kWideShape), 2 stages.
-inline constexpr Shape kShapes[] = {{64, 64, 2}, {64, 128, 2}, {64, 64, 2}};
+/// warp (128 for a group of more than 16 heads, as step 10's kWideShape). 3 stages where a warp
+/// has 64 channels: nvcc gives that program 222 registers a thread at head dim 128 with a bf16 q
+/// (237 with f16; `-Xptxas -v`, nvcc 13), so registers hold an SM to 4 programs, not step 10's 6,
+/// and a third stage (48 KB a program, 192 KB an SM) keeps two tiles in flight a program: 128 KB
+/// an SM against step 10's 96. A guess from Little's law, not yet a measurement; the wide
+/// programs keep 2 stages.
+inline constexpr Shape kShapes[] = {{64, 64, 3}, {64, 128, 2}, {64, 64, 3}};
 
 /// 16-byte units of one token's fp8 row: 16 channels a unit.
 __host__ __device__ constexpr int row_units(int head_dim) { return head_dim / 16; }
