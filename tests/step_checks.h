@@ -571,6 +571,24 @@ inline void check_fp8_shapes(Backend backend, int step) {
   }
 }
 
+/// check_huge_pools' two sparse pools with fp8 K/V: every used page starts past element (byte)
+/// 2^31, then 2^32, so a page offset computed in 32 bits reads another page.
+inline void check_huge_fp8_pools(Backend backend, int step) {
+  for (const auto& [pages, limit] : {std::pair<std::int64_t, std::int64_t>{140000, std::int64_t{1} << 31},
+                                     std::pair<std::int64_t, std::int64_t>{280000, std::int64_t{1} << 32}}) {
+    WorkloadSpec spec = huge_pool_spec(pages, DType::bf16);
+    spec.fp8_kv = true;
+    const Workload w = make_workload(spec);
+    for (std::size_t i = 0; i < w.block_tables.size(); ++i) {
+      const std::int64_t entry = static_cast<std::int64_t>(i) % w.problem.max_blocks_per_seq;
+      const std::int64_t seq = static_cast<std::int64_t>(i) / w.problem.max_blocks_per_seq;
+      if (entry < pages_for(w.context_lens[static_cast<std::size_t>(seq)], w.problem.block_size))
+        REQUIRE(w.block_tables[i] * w.problem.layout.block_stride > limit);
+    }
+    require_oracle_match(backend, step, w);
+  }
+}
+
 /// Every step before \p first_fp8_step refuses fp8 K/V in its plan, naming `fp8_kv`.
 inline void check_fp8_refused_below(Backend backend, int first_fp8_step) {
   WorkloadSpec spec = debug_spec();

@@ -515,6 +515,11 @@ TEST_CASE("gpu step12: fp8 K/V, NaN poison invisible, shapes, same input same bi
   check_fp8_refused_below(Backend::cuda, 12);
 }
 
+TEST_CASE("gpu step12: fp8 K/V, pools over 2^31 and 2^32 bytes (9 GB of device memory)", "[gpu][step12][fp8][huge]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  check_huge_fp8_pools(Backend::cuda, 12);
+}
+
 TEST_CASE("gpu step12: fp8 K/V, one sequence of 128k tokens", "[gpu][step12][fp8]") {
   if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
   pa::WorkloadSpec spec = pa::debug_spec();

@@ -377,6 +377,10 @@ TEST_CASE("step12: fp8 K/V, the partition knob does not change the answer, same 
   check_knobs_and_determinism(Backend::emulator, 12, knobs_of(12), true);
 }
 
+TEST_CASE("step12: fp8 K/V, pools over 2^31 and 2^32 bytes, the used pages at the top", "[step12][fp8][huge]") {
+  check_huge_fp8_pools(Backend::emulator, 12);
+}
+
 TEST_CASE("steps before 12 refuse fp8 K/V in their plan, naming fp8_kv", "[step12][fp8]") {
   check_fp8_refused_below(Backend::emulator, 12);
   REQUIRE(pa::kernel(12, Backend::emulator).runs_fp8_kv);
