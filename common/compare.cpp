@@ -51,6 +51,7 @@ std::uint32_t raw_bits(const void* data, DType dtype, std::size_t index) {
     std::memcpy(&bits, static_cast<const std::byte*>(data) + index * 4, 4);
     return bits;
   }
+  if (dtype == DType::e4m3) return std::to_integer<std::uint32_t>(static_cast<const std::byte*>(data)[index]);
   std::uint16_t bits;
   std::memcpy(&bits, static_cast<const std::byte*>(data) + index * 2, 2);
   return bits;
@@ -72,6 +73,10 @@ Tolerance Tolerance::for_dtype(DType dtype) {
     case DType::f32: return {1e-5, 1e-5};
     case DType::f16: return {1e-3, 1e-3};
     case DType::bf16: return {1e-3, 1.6e-2};
+    // Never an output type (fp8 is for K/V; a kernel reading fp8 K/V is held to its output's
+    // tolerance, docs/design/CORRECTNESS.md): one e4m3 rounding, for reports of the
+    // quantisation error itself. Half an ulp is 2^-4 of the value; the atol covers subnormals.
+    case DType::e4m3: return {1.0 / 512, 0.0625};
   }
   return {};
 }

@@ -9,6 +9,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::f32: return "f32";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    case DType::e4m3: return "e4m3";
   }
   return "?";
 }
@@ -58,6 +59,44 @@ float f16_to_float(f16_t value) {
     --e;
   }
   return float_from_bits(sign | (e << 23) | ((mantissa & 0x3ffu) << 13));
+}
+
+e4m3_t float_to_e4m3(float value) {
+  const std::uint32_t bits = float_bits(value);
+  const auto sign = static_cast<std::uint8_t>((bits >> 24) & 0x80u);
+  const std::uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return {0x7f};  // NaN (CUDA gives 0x7f whatever the sign)
+  // 464 = 448 + half an ulp (ulp 32 at 2^8): from there on a value would round to 480, which
+  // e4m3 does not have; saturate. 464 itself is a tie between 448 (mantissa 110) and 480
+  // (odd would be 111 = NaN); to nearest even it goes up, so it saturates too.
+  if (magnitude >= 0x43e80000u) return {static_cast<std::uint8_t>(sign | 0x7eu)};
+  if (magnitude >= 0x3c800000u) {
+    // Normal e4m3 (|x| >= 2^-6): rebias the exponent (127 -> 7), keep 3 mantissa bits, round
+    // to nearest even. A carry out of the mantissa bumps the exponent, as it should.
+    const std::uint32_t rebased = magnitude - (120u << 23);
+    const std::uint32_t round = 0x7ffffu + ((rebased >> 20) & 1u);
+    return {static_cast<std::uint8_t>(sign | ((rebased + round) >> 20))};
+  }
+  if (magnitude <= 0x3a800000u) return {sign};  // |x| <= 2^-10, half the smallest subnormal: +-0 (a tie goes to even, 0)
+  // Subnormal e4m3: value = m * 2^-9, m in 1..7 (a carry to 8 is the smallest normal, 0x08).
+  const std::uint32_t exponent = magnitude >> 23;                        // 117..120
+  const std::uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;  // 24 bits
+  const std::uint32_t shift = 141u - exponent;                           // 21..24
+  std::uint32_t m = significand >> shift;
+  const std::uint32_t remainder = significand & ((1u << shift) - 1u);
+  const std::uint32_t halfway = 1u << (shift - 1u);
+  if (remainder > halfway || (remainder == halfway && (m & 1u))) ++m;
+  return {static_cast<std::uint8_t>(sign | m)};
+}
+
+float e4m3_to_float(e4m3_t value) {
+  const std::uint32_t sign = std::uint32_t{value.bits & 0x80u} << 24;
+  const std::uint32_t exponent = (value.bits >> 3) & 0xfu;
+  const std::uint32_t mantissa = value.bits & 0x7u;
+  if (exponent == 0xfu && mantissa == 0x7u) return float_from_bits(sign | 0x7fc00000u);  // NaN
+  if (exponent != 0) return float_from_bits(sign | ((exponent + 120u) << 23) | (mantissa << 20));
+  // Subnormal (or zero): m * 2^-9, exact in float.
+  return float_from_bits(sign) + (sign ? -1.0f : 1.0f) * static_cast<float>(mantissa) * 0x1p-9f;
 }
 
 }  // namespace pa

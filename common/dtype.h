@@ -14,16 +14,20 @@
 
 namespace pa {
 
-/// Storage type of a tensor. Math is fp32 in every kernel.
-enum class DType : std::uint8_t { f32, f16, bf16 };
+/// Storage type of a tensor. Math is fp32 in every kernel. e4m3 (fp8) is a storage type of the
+/// K/V caches only (DecodeProblem::fp8_kv, step 12): q and out are f32, f16 or bf16.
+enum class DType : std::uint8_t { f32, f16, bf16, e4m3 };
 
 /// Bytes per element of \p dtype.
-constexpr std::size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+constexpr std::size_t dtype_size(DType dtype) {
+  return dtype == DType::f32 ? 4 : dtype == DType::e4m3 ? 1 : 2;
+}
 
-/// "f32", "f16" or "bf16".
+/// "f32", "f16", "bf16" or "e4m3".
 std::string_view dtype_name(DType dtype);
 
 /// Parses "f32"/"fp32"/"float", "f16"/"fp16"/"half", "bf16"; throws pa::Error naming \p argument.
+/// (e4m3 is not a type of q and out, so it is not parsed here: see DecodeProblem::fp8_kv.)
 DType parse_dtype(std::string_view text, std::string_view argument = "--dtype");
 
 /// IEEE binary16 stored as its bits (layout-compatible with CUDA's `__half`).
@@ -34,7 +38,14 @@ struct f16_t {
 struct bf16_t {
   std::uint16_t bits;
 };
+/// fp8 e4m3 (OCP FP8 "E4M3FN", CUDA's `__nv_fp8_e4m3`) stored as its bits: sign, 4 exponent
+/// bits (bias 7), 3 mantissa bits. No infinities; S.1111.111 (0x7f, 0xff) is NaN, so the largest
+/// finite magnitude is 1.75 * 2^8 = 448; exponent field 0 holds subnormals m * 2^-9.
+struct e4m3_t {
+  std::uint8_t bits;
+};
 static_assert(sizeof(f16_t) == 2 && sizeof(bf16_t) == 2, "16-bit storage types must be 2 bytes");
+static_assert(sizeof(e4m3_t) == 1, "fp8 storage is 1 byte");
 
 inline std::uint32_t float_bits(float value) {
   std::uint32_t bits;
@@ -61,12 +72,23 @@ f16_t float_to_f16(float value);
 /// binary16 -> float (exact).
 float f16_to_float(f16_t value);
 
+/// The largest finite e4m3 magnitude.
+inline constexpr float kE4m3Max = 448.0f;
+
+/// float -> e4m3, round to nearest even, saturating: a magnitude that rounds past 448
+/// (infinity included) becomes +-448 (CUDA's `__nv_cvt_float_to_fp8(x, __NV_SATFINITE,
+/// __NV_E4M3)`); NaN becomes 0x7f; below half the smallest subnormal (2^-10) gives +-0.
+e4m3_t float_to_e4m3(float value);
+/// e4m3 -> float (exact; 0x7f and 0xff are NaN).
+float e4m3_to_float(e4m3_t value);
+
 /// Reads element \p index of a buffer of \p dtype as float.
 inline float load_as_float(const void* data, DType dtype, std::size_t index) {
   switch (dtype) {
     case DType::f32: return static_cast<const float*>(data)[index];
     case DType::f16: return f16_to_float(static_cast<const f16_t*>(data)[index]);
     case DType::bf16: return bf16_to_float(static_cast<const bf16_t*>(data)[index]);
+    case DType::e4m3: return e4m3_to_float(static_cast<const e4m3_t*>(data)[index]);
   }
   return 0.0f;
 }
@@ -77,6 +99,7 @@ inline void store_from_float(void* data, DType dtype, std::size_t index, float v
     case DType::f32: static_cast<float*>(data)[index] = value; break;
     case DType::f16: static_cast<f16_t*>(data)[index] = float_to_f16(value); break;
     case DType::bf16: static_cast<bf16_t*>(data)[index] = float_to_bf16(value); break;
+    case DType::e4m3: static_cast<e4m3_t*>(data)[index] = float_to_e4m3(value); break;
   }
 }
 
@@ -86,6 +109,7 @@ inline float round_to(DType dtype, float value) {
     case DType::f32: return value;
     case DType::f16: return f16_to_float(float_to_f16(value));
     case DType::bf16: return bf16_to_float(float_to_bf16(value));
+    case DType::e4m3: return e4m3_to_float(float_to_e4m3(value));
   }
   return value;
 }

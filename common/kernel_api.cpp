@@ -38,7 +38,7 @@ void validate_view(const DecodeView& view, std::size_t workspace_needed, std::st
              "nullptr");
   const std::size_t elem = dtype_size(p.dtype);
   const std::size_t io_bytes = static_cast<std::size_t>(p.query_elems()) * elem;
-  const std::size_t cache_bytes = static_cast<std::size_t>(p.cache_elems()) * elem;
+  const std::size_t cache_bytes = static_cast<std::size_t>(p.cache_elems()) * dtype_size(p.cache_dtype());
   const Range out{view.out, io_bytes, "out"};
   const Range inputs[] = {
       {view.query, io_bytes, "query"},

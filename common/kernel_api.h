@@ -169,6 +169,10 @@ struct KernelEntry {
   /// reads the problem alone; plan_for() calls whichever the rung has.
   LaunchPlan (*plan_lengths)(const DecodeProblem&, std::span<const std::int32_t>, const KernelOptions&,
                              const DeviceLimits&) = nullptr;
+  /// Whether it reads fp8 e4m3 K/V (DecodeProblem::fp8_kv; step 12). The registry's entries of
+  /// the rungs that do not refuse such a problem in their plan, with an ArgumentError naming
+  /// `fp8_kv` (kernels/registry.cpp), so their files need not know fp8 exists.
+  bool runs_fp8_kv = false;
 };
 
 /// \p entry's plan for \p problem when the host copy of its context lengths, \p context_lens, is

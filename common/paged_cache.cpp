@@ -237,9 +237,14 @@ CacheConfig checked(CacheConfig config) {
   if (config.layout == CacheLayout{0, 0, 0, 1})
     config.layout = CacheLayout::hnd(config.num_kv_heads, config.block_size, config.head_dim);
   // One problem-level check covers every stride rule (a page must not overlap the next).
+  // An e4m3 pool is a problem's fp8 K/V (its q and out type does not matter here: bf16).
+  const bool fp8 = config.dtype == DType::e4m3;
   DecodeProblem shape = make_problem(0, config.num_kv_heads, config.num_kv_heads, config.head_dim,
-                                     config.block_size, 0, 0, config.num_blocks, config.dtype);
+                                     config.block_size, 0, 0, config.num_blocks, fp8 ? DType::bf16 : config.dtype);
   shape.layout = config.layout;
+  shape.fp8_kv = fp8;
+  shape.k_scale = config.k_scale;
+  shape.v_scale = config.v_scale;
   validate(shape, "PagedKVCache (config)");
   return config;
 }
@@ -252,7 +257,8 @@ PagedKVCache::PagedKVCache(const CacheConfig& config)
                                        config_.head_dim - 1) + 1),
       allocator_(config_.num_blocks, config_.page_order, config_.seed) {
   DecodeProblem shape = make_problem(0, config_.num_kv_heads, config_.num_kv_heads, config_.head_dim,
-                                     config_.block_size, 0, 0, config_.num_blocks, config_.dtype);
+                                     config_.block_size, 0, 0, config_.num_blocks,
+                                     config_.dtype == DType::e4m3 ? DType::bf16 : config_.dtype);
   shape.layout = config_.layout;
   const std::size_t elems = static_cast<std::size_t>(shape.cache_elems());
   const std::size_t bytes = elems * dtype_size(config_.dtype);
@@ -398,8 +404,10 @@ void PagedKVCache::write_row(std::int64_t slot, const float* k_row, const float*
     const std::int64_t row = std::int64_t{head} * config_.head_dim;
     for (int channel = 0; channel < config_.head_dim; ++channel) {
       const std::size_t at = static_cast<std::size_t>(base + channel * config_.layout.dim_stride);
-      store_from_float(key_pool_.data(), config_.dtype, at, k_row[row + channel]);
-      store_from_float(value_pool_.data(), config_.dtype, at, v_row[row + channel]);
+      // The write path: rounded to the storage type; e4m3 divided by its pool's scale first
+      // (float_to_e4m3 saturates at +-448). The scales are 1 for the other types.
+      store_from_float(key_pool_.data(), config_.dtype, at, k_row[row + channel] / config_.k_scale);
+      store_from_float(value_pool_.data(), config_.dtype, at, v_row[row + channel] / config_.v_scale);
     }
   }
 }
@@ -497,8 +505,8 @@ GatheredSequence PagedKVCache::gather(int seq) const {
                                                        config_.head_dim);
       for (int channel = 0; channel < config_.head_dim; ++channel) {
         const std::size_t at = static_cast<std::size_t>(base + channel * config_.layout.dim_stride);
-        out.keys[row + static_cast<std::size_t>(channel)] = load_as_float(key_pool_.data(), config_.dtype, at);
-        out.values[row + static_cast<std::size_t>(channel)] = load_as_float(value_pool_.data(), config_.dtype, at);
+        out.keys[row + static_cast<std::size_t>(channel)] = load_as_float(key_pool_.data(), config_.dtype, at) * config_.k_scale;
+        out.values[row + static_cast<std::size_t>(channel)] = load_as_float(value_pool_.data(), config_.dtype, at) * config_.v_scale;
       }
     }
   }

@@ -127,6 +127,11 @@ struct CacheConfig {
   int head_dim = 64;              ///< channels per head
   std::int64_t num_blocks = 64;   ///< pages in the pool
   DType dtype = DType::f32;       ///< storage type; rows are rounded to it on write
+  /// e4m3 storage (fp8, step 12) only: the scales of the K and V pools. The write path divides
+  /// each value by its pool's scale and rounds it to e4m3, saturating at +-448 (NaN stays NaN);
+  /// gather() multiplies it back. 1 for every other type.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
   /// Strides of both pools; all zero (the default) means CacheLayout::hnd.
   CacheLayout layout{0, 0, 0, 1};
   PageOrder page_order = PageOrder::ascending;  ///< order of the allocator's free list

@@ -96,6 +96,13 @@ void validate(const DecodeProblem& p, std::string_view function) {
              "f32, f16 or bf16", static_cast<int>(p.dtype));
   PA_REQUIRE(std::isfinite(p.scale) && p.scale > 0.0f, function, "scale", "finite and > 0",
              p.scale);
+  if (p.fp8_kv) {
+    PA_REQUIRE(std::isfinite(p.k_scale) && p.k_scale > 0.0f, function, "k_scale", "finite and > 0 (fp8 K/V)", p.k_scale);
+    PA_REQUIRE(std::isfinite(p.v_scale) && p.v_scale > 0.0f, function, "v_scale", "finite and > 0 (fp8 K/V)", p.v_scale);
+  } else {
+    PA_REQUIRE(p.k_scale == 1.0f, function, "k_scale", "1 (K/V are not fp8: fp8_kv is false)", p.k_scale);
+    PA_REQUIRE(p.v_scale == 1.0f, function, "v_scale", "1 (K/V are not fp8: fp8_kv is false)", p.v_scale);
+  }
   const CacheLayout& l = p.layout;
   PA_REQUIRE(l.dim_stride == 1, function, "layout.dim_stride",
              "1 (channels of one token are contiguous)", l.dim_stride);
@@ -191,7 +198,8 @@ void validate_tables(const DecodeProblem& p, std::span<const std::int32_t> block
 std::string describe(const DecodeProblem& p) {
   return cat("seqs=", p.num_seqs, " heads=", p.num_q_heads, "/", p.num_kv_heads, " dim=", p.head_dim,
              " page=", p.block_size, " ctx<=", p.max_context_len, " pool=", p.num_blocks, " ",
-             dtype_name(p.dtype), " ", p.layout.name(p.num_kv_heads, p.block_size, p.head_dim));
+             dtype_name(p.dtype), p.fp8_kv ? cat(" kv=e4m3 k_scale=", p.k_scale, " v_scale=", p.v_scale) : std::string(),
+             " ", p.layout.name(p.num_kv_heads, p.block_size, p.head_dim));
 }
 
 }  // namespace pa

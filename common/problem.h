@@ -55,9 +55,18 @@ struct DecodeProblem {
   /// hint for the split count (step 07), never for memory: a wrong value costs speed only.
   std::int64_t total_context_len = 0;
   std::int64_t num_blocks = 0; ///< pages in the pool
-  DType dtype = DType::f32;    ///< storage of q, K, V and out
+  DType dtype = DType::f32;    ///< storage of q and out, and of K and V unless fp8_kv
   float scale = 0.0f;          ///< multiplies q·k; usually 1/sqrt(head_dim)
   CacheLayout layout;          ///< strides of the K and V caches
+  /// K and V are stored as fp8 e4m3 (one byte an element, step 12), each with one scale for
+  /// the whole cache: the value of a stored K element x is `e4m3_to_float(x) * k_scale`, of a V
+  /// element `* v_scale`. False: K and V are stored as dtype, and both scales are 1.
+  bool fp8_kv = false;
+  float k_scale = 1.0f;        ///< dequantisation scale of K (fp8_kv)
+  float v_scale = 1.0f;        ///< dequantisation scale of V (fp8_kv)
+
+  /// Storage type of the K and V caches: e4m3 when fp8_kv, else dtype.
+  DType cache_dtype() const { return fp8_kv ? DType::e4m3 : dtype; }
 
   /// Query heads that share one KV head (1 = MHA, num_q_heads = MQA).
   int group_size() const { return num_q_heads / num_kv_heads; }
@@ -126,7 +135,8 @@ inline std::int64_t pages_for(std::int64_t context_len, int block_size) {
   return (context_len + block_size - 1) / block_size;
 }
 
-/// One line: "seqs=64 heads=32/8 dim=128 page=16 ctx<=8192 pool=32768 bf16 hnd".
+/// One line: "seqs=64 heads=32/8 dim=128 page=16 ctx<=8192 pool=32768 bf16 hnd" (with fp8 K/V,
+/// "bf16 kv=e4m3 k_scale=0.00223 v_scale=0.00223 hnd").
 std::string describe(const DecodeProblem& problem);
 
 }  // namespace pa

@@ -124,12 +124,22 @@ struct StoreBF16 {
   void operator()(std::size_t index, float value) const { data[index] = float_to_bf16(value); }
 };
 
+/// The fp8 write path: the value divided by its cache's scale, rounded to nearest even and
+/// saturated to +-448 (NaN stays NaN, 0x7f).
+struct StoreE4M3 {
+  e4m3_t* data;
+  float scale;
+  void operator()(std::size_t index, float value) const { data[index] = float_to_e4m3(value / scale); }
+};
+
+/// \p scale: the dequantisation scale of an e4m3 cache (ignored by the other types).
 template <class Function>
-void with_store(void* data, DType dtype, Function&& function) {
+void with_store(void* data, DType dtype, float scale, Function&& function) {
   switch (dtype) {
     case DType::f32: function(StoreF32{static_cast<float*>(data)}); break;
     case DType::f16: function(StoreF16{static_cast<f16_t*>(data)}); break;
     case DType::bf16: function(StoreBF16{static_cast<bf16_t*>(data)}); break;
+    case DType::e4m3: function(StoreE4M3{static_cast<e4m3_t*>(data), scale}); break;
   }
 }
 
@@ -199,7 +209,7 @@ void check_spec(const WorkloadSpec& spec) {
 /// (page, head, slot, channel) only, so the hnd and nhd layouts hold the same tokens.
 void fill_cache(CacheBytes& cache, const DecodeProblem& problem,
                 const std::vector<std::int32_t>& valid_slots, std::uint64_t key, float filler,
-                int num_threads) {
+                float scale, int num_threads) {
   const std::int64_t heads = problem.num_kv_heads;
   const std::int64_t block_size = problem.block_size;
   const std::int64_t head_dim = problem.head_dim;
@@ -209,7 +219,7 @@ void fill_cache(CacheBytes& cache, const DecodeProblem& problem,
   const std::int64_t pages_per_chunk = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / page_elems);
   const std::int64_t num_chunks = (problem.num_blocks + pages_per_chunk - 1) / pages_per_chunk;
   const CacheLayout layout = problem.layout;
-  with_store(cache.data(), problem.dtype, [&](auto store) {
+  with_store(cache.data(), problem.cache_dtype(), scale, [&](auto store) {
     parallel_chunks(num_chunks, num_threads, [&](std::int64_t chunk) {
       const std::int64_t first = chunk * pages_per_chunk;
       const std::int64_t last = std::min(problem.num_blocks, first + pages_per_chunk);
@@ -282,6 +292,11 @@ Workload make_workload(const WorkloadSpec& spec, int num_threads) {
                          num_blocks, spec.dtype);
   if (spec.layout == LayoutKind::nhd)
     problem.layout = CacheLayout::nhd(spec.num_kv_heads, block_size, spec.head_dim);
+  if (spec.fp8_kv) {
+    problem.fp8_kv = true;
+    problem.k_scale = kFp8KeyScale;
+    problem.v_scale = kFp8ValueScale;
+  }
   problem.total_context_len = std::accumulate(spec.context_lens.begin(), spec.context_lens.end(), std::int64_t{0});
   validate(problem, function);
 
@@ -344,10 +359,11 @@ Workload make_workload(const WorkloadSpec& spec, int num_threads) {
     threads = 2 * elems_written < (std::int64_t{1} << 20) ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const float filler = spec.poison ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
   const std::size_t elem = dtype_size(spec.dtype);
-  workload.key_cache = CacheBytes(static_cast<std::size_t>(cache_elems) * elem);    // problem.layout over num_blocks pages
-  workload.value_cache = CacheBytes(static_cast<std::size_t>(cache_elems) * elem);  // same
-  fill_cache(workload.key_cache, problem, valid_slots, stream_key(spec.seed, Stream::keys), filler, threads);
-  fill_cache(workload.value_cache, problem, valid_slots, stream_key(spec.seed, Stream::values), filler, threads);
+  const std::size_t cache_elem = dtype_size(problem.cache_dtype());
+  workload.key_cache = CacheBytes(static_cast<std::size_t>(cache_elems) * cache_elem);    // problem.layout over num_blocks pages
+  workload.value_cache = CacheBytes(static_cast<std::size_t>(cache_elems) * cache_elem);  // same
+  fill_cache(workload.key_cache, problem, valid_slots, stream_key(spec.seed, Stream::keys), filler, problem.k_scale, threads);
+  fill_cache(workload.value_cache, problem, valid_slots, stream_key(spec.seed, Stream::values), filler, problem.v_scale, threads);
 
   const std::int64_t query_elems = problem.query_elems();
   workload.query.resize(static_cast<std::size_t>(query_elems) * elem);  // [num_seqs][num_q_heads][head_dim]
@@ -367,7 +383,7 @@ Workload make_workload(const WorkloadSpec& spec, int num_threads) {
     PA_REQUIRE(own != tables[s].end(), function, "spec.nan_sequence",
                "a sequence with a page no other sequence shares",
                cat(spec.nan_sequence, " (every page is shared)"));
-    store_from_float(workload.key_cache.data(), spec.dtype,
+    store_from_float(workload.key_cache.data(), problem.cache_dtype(),
                      static_cast<std::size_t>(problem.layout.offset(*own, 0, 0, 0)),
                      std::numeric_limits<float>::quiet_NaN());
   }
@@ -390,7 +406,8 @@ DecodeView Workload::host_view(void* out, void* workspace, std::size_t workspace
 
 std::uint64_t Workload::bytes_moved() const {
   const std::uint64_t elem = dtype_size(problem.dtype);
-  const std::uint64_t token_bytes = std::uint64_t(problem.num_kv_heads) * std::uint64_t(problem.head_dim) * 2 * elem;
+  const std::uint64_t token_bytes =
+      std::uint64_t(problem.num_kv_heads) * std::uint64_t(problem.head_dim) * 2 * dtype_size(problem.cache_dtype());
   std::uint64_t bytes = 0;
   for (const std::int32_t len : context_lens) {
     bytes += std::uint64_t(len) * token_bytes;                                  // K and V read
@@ -477,6 +494,7 @@ std::vector<WorkloadSpec> adversarial_specs(const AdversarialOptions& options) {
   add("large-logits", 4, 2, clamp({1, page + 1, prime, max_context})).query_multiplier = multiplier;
   add("nhd", 8, 2, clamp({page - 1, page + 1, prime, 1, 0})).layout = LayoutKind::nhd;
   add("nan-in-seq-2", 4, 2, clamp({page + 1, 1, small_prime, page})).nan_sequence = 2;
+  for (WorkloadSpec& spec : specs) spec.fp8_kv = options.fp8_kv;
   return specs;
 }
 
@@ -490,6 +508,7 @@ struct NamedWorkload {
 constexpr NamedWorkload named_table[] = {
     {"gqa-batch", 32, 8},   {"mha-batch", 32, 32},   {"long-single", 32, 8},
     {"small-batch", 64, 8}, {"ragged-skew", 32, 8},  {"ragged-uniform", 32, 8},
+    {"gqa-batch-fp8", 32, 8},
 };
 }  // namespace
 
@@ -518,7 +537,8 @@ WorkloadSpec named_spec(std::string_view name) {
   spec.scatter = true;
   spec.spare_blocks = 8;
   spec.table_slack = 1;
-  if (name == "gqa-batch") spec.context_lens.assign(64, 8192);
+  if (name == "gqa-batch" || name == "gqa-batch-fp8") spec.context_lens.assign(64, 8192);
+  spec.fp8_kv = name == "gqa-batch-fp8";  // q bf16, K/V e4m3 (step 12)
   if (name == "mha-batch") spec.context_lens.assign(16, 8192);
   if (name == "long-single") spec.context_lens.assign(1, 32768);
   if (name == "small-batch") spec.context_lens.assign(8, 4096);

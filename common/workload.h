@@ -82,7 +82,17 @@ struct WorkloadSpec {
   /// costs only its used pages (CacheBytes): the pools over 2^31 and 2^32 elements of
   /// tests/step_checks.h. The GPU copy poisons the untouched pages (DeviceWorkload).
   bool sparse = false;
+  /// K and V stored as fp8 e4m3 (DecodeProblem::fp8_kv) with scales kFp8KeyScale and
+  /// kFp8ValueScale: the write path divides each value by its cache's scale and rounds it to
+  /// e4m3, saturating at +-448. q and out stay dtype.
+  bool fp8_kv = false;
 };
+
+/// The scales of a workload's fp8 caches. Values are drawn in [-1, 1]: K's scale maps 1 to 448,
+/// the largest e4m3 value (the calibration a serving engine does: amax / 448); V's is twice
+/// that (1 maps to 224), so that a kernel that swaps the two scales is off by 2x, not unseen.
+inline constexpr float kFp8KeyScale = 1.0f / 448.0f;
+inline constexpr float kFp8ValueScale = 2.0f / 448.0f;
 
 /// A built workload: the problem plus every host tensor, in problem.dtype.
 struct Workload {
@@ -125,6 +135,7 @@ struct AdversarialOptions {
   int block_size = 16;
   int max_context = 300;  ///< "the maximum" context of the set (the emulator keeps it small)
   std::uint64_t seed = 7;
+  bool fp8_kv = false;    ///< every spec with fp8 e4m3 K/V (WorkloadSpec::fp8_kv); q and out stay dtype
 };
 /// The adversarial set of docs/design/CORRECTNESS.md: contexts 0, 1, page-1, page, page+1, a
 /// prime and the maximum in one ragged batch; scattered and aliased tables; pages near the top
@@ -133,7 +144,8 @@ struct AdversarialOptions {
 std::vector<WorkloadSpec> adversarial_specs(const AdversarialOptions& options = {});
 
 /// The named benchmark workloads of docs/design/BENCHMARKS.md ("gqa-batch", "mha-batch",
-/// "long-single", "small-batch", "ragged-skew", "ragged-uniform"), bf16, page 16, head dim 128.
+/// "long-single", "small-batch", "ragged-skew", "ragged-uniform", "gqa-batch-fp8"), bf16, page
+/// 16, head dim 128; "gqa-batch-fp8" is gqa-batch with fp8 e4m3 K/V.
 WorkloadSpec named_spec(std::string_view name);
 /// Their names, in docs/design/BENCHMARKS.md's order.
 std::vector<std::string> named_workloads();

@@ -86,7 +86,7 @@ DeviceWorkload::DeviceWorkload(const Workload& w)
     key_cache_.fill(0xff);
     value_cache_.fill(0xff);
     const DecodeProblem& p = w.problem;
-    const std::size_t elem = dtype_size(p.dtype);
+    const std::size_t elem = dtype_size(p.cache_dtype());
     std::set<std::int32_t> pages;
     for (int seq = 0; seq < p.num_seqs; ++seq)
       for (std::int64_t i = 0; i < pages_for(w.context_lens[static_cast<std::size_t>(seq)], p.block_size); ++i)
@@ -609,12 +609,14 @@ environment: PAGEDATTN_EMU_SHUFFLE=SEED runs the emulator's threads in a shuffle
 
 workload (default: the debug workload)
   --workload NAME      a named benchmark workload (gqa-batch, mha-batch, long-single, small-batch,
-                       ragged-skew, ragged-uniform); the emulator skips workloads this big
+                       ragged-skew, ragged-uniform, gqa-batch-fp8); the emulator skips workloads this big
   --batch N            sequences
   --context A[,B,...]  context lengths (one for all, or one per sequence)
   --q-heads N  --kv-heads N  --head-dim N  --page N
   --dtype f32|f16|bf16 (default f32; bf16 for a step that runs no f32)
   --seed N             the workload's seed (with --adversarial, the set's first seed)
+  --kv-dtype e4m3|same  storage of K/V: fp8 e4m3 with scales (default for a step that reads it,
+                       step 12) or the same as --dtype
   --layout hnd|nhd
   --adversarial        run the whole adversarial set of docs/design/CORRECTNESS.md instead
 %s
@@ -820,6 +822,7 @@ Json trace_json(const Workload& w, int seq, const emu::dim3& traced) {
 Flags parse_flags(int step, int argc, char** argv) {
   const KernelEntry& entry = kernel(step, Backend::emulator);
   Flags f;
+  f.spec.fp8_kv = entry.runs_fp8_kv;  // a step that reads fp8 K/V runs them unless told otherwise
   int batch = -1;
   std::vector<int> contexts;
   bool named = false;
@@ -850,6 +853,12 @@ Flags parse_flags(int step, int argc, char** argv) {
     else if (flag == "--seed") {
       f.spec.seed = static_cast<std::uint64_t>(parse_at_least(flag, value(), 0));
       f.seed_given = true;
+    }
+    else if (flag == "--kv-dtype") {
+      const std::string kv = value();
+      if (kv == "e4m3" || kv == "fp8") f.spec.fp8_kv = true;
+      else if (kv == "same") f.spec.fp8_kv = false;
+      else throw_argument("flags", flag, "e4m3 or same", kv);
     }
     else if (flag == "--layout") {
       const std::string layout = value();
@@ -910,6 +919,7 @@ int kernel_step_main(int step, int argc, char** argv) {
       adversarial.dtype = flags.spec.dtype;
       adversarial.head_dim = flags.spec.head_dim;
       adversarial.block_size = flags.spec.block_size;
+      adversarial.fp8_kv = flags.spec.fp8_kv;
       if (flags.seed_given) adversarial.seed = flags.spec.seed;
       specs = adversarial_specs(adversarial);
     } else {

@@ -26,6 +26,40 @@ namespace pa::kernels_cuda {
 namespace pa {
 namespace {
 
+// The rungs before step 12 read K and V as the problem's dtype; an fp8 problem given to them is
+// refused by their entry's plan (KernelEntry::runs_fp8_kv), before anything of theirs runs.
+/// The entry \p Make returns, as the step's file makes it.
+template <KernelEntry (*Make)()>
+const KernelEntry& as_made() {
+  static const KernelEntry made = Make();
+  return made;
+}
+/// Throws ArgumentError, naming \p kernel and `fp8_kv`, for an fp8 K/V problem.
+void refuse_fp8_kv(const DecodeProblem& problem, const char* kernel) {
+  PA_REQUIRE(!problem.fp8_kv, kernel, "fp8_kv",
+             "false (this rung reads K and V as dtype; fp8 e4m3 K/V run on step 12)", "true");
+}
+template <KernelEntry (*Make)()>
+LaunchPlan plan_refusing_fp8(const DecodeProblem& problem, const KernelOptions& options, const DeviceLimits& device) {
+  refuse_fp8_kv(problem, as_made<Make>().name);
+  return as_made<Make>().plan(problem, options, device);
+}
+template <KernelEntry (*Make)()>
+LaunchPlan plan_lengths_refusing_fp8(const DecodeProblem& problem, std::span<const std::int32_t> context_lens,
+                                     const KernelOptions& options, const DeviceLimits& device) {
+  refuse_fp8_kv(problem, as_made<Make>().name);
+  return as_made<Make>().plan_lengths(problem, context_lens, options, device);
+}
+/// The entry \p Make returns; unless it runs fp8 K/V, its plans refuse them.
+template <KernelEntry (*Make)()>
+KernelEntry fp8_checked() {
+  KernelEntry entry = Make();
+  if (entry.runs_fp8_kv) return entry;
+  entry.plan = &plan_refusing_fp8<Make>;
+  if (entry.plan_lengths) entry.plan_lengths = &plan_lengths_refusing_fp8<Make>;
+  return entry;
+}
+
 #if PAGEDATTN_HAVE_CUDA
 // The CUDA entries behind the checked mode. A view's pointers are device memory there, so
 // begin_launch cannot read its tables: the check runs on the device, one kernel on the launch's
@@ -102,13 +136,13 @@ KernelEntry checked_on_device() {
 
 const std::vector<KernelEntry>& entries(Backend backend) {
   static const std::vector<KernelEntry> emulator = {
-#define PA_KERNEL_STEP(number) kernels_emu::step##number##_entry(),
+#define PA_KERNEL_STEP(number) fp8_checked<&kernels_emu::step##number##_entry>(),
 #include "kernel_list.inc"
 #undef PA_KERNEL_STEP
   };
 #if PAGEDATTN_HAVE_CUDA
   static const std::vector<KernelEntry> cuda = {
-#define PA_KERNEL_STEP(number) checked_on_device<&kernels_cuda::step##number##_entry>(),
+#define PA_KERNEL_STEP(number) checked_on_device<&fp8_checked<&kernels_cuda::step##number##_entry>>(),
 #include "kernel_list.inc"
 #undef PA_KERNEL_STEP
   };

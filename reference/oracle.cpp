@@ -110,8 +110,10 @@ std::vector<double> paged_attention(const DecodeView& host_view) {
         const std::int64_t slot = token % problem.block_size;
         for (int d = 0; d < head_dim; ++d) {
           const auto offset = static_cast<std::size_t>(problem.layout.offset(page, kv_head, slot, d));
-          keys(token, d) = load_as_float(host_view.key_cache, problem.dtype, offset);
-          values(token, d) = load_as_float(host_view.value_cache, problem.dtype, offset);
+          // fp8 K/V: the stored value times its cache's scale, in double (exact: an e4m3 value
+          // has 4 significant bits, a float scale 24).
+          keys(token, d) = load_as_float(host_view.key_cache, problem.cache_dtype(), offset) * double{problem.k_scale};
+          values(token, d) = load_as_float(host_view.value_cache, problem.cache_dtype(), offset) * double{problem.v_scale};
         }
       }
       // [paged_read]
@@ -197,8 +199,9 @@ std::vector<double> gather_cache(const DecodeView& host_view, const void* cache)
         const std::int64_t slot = token % problem.block_size;
         const std::size_t base = dense_index(problem, seq, kv_head, token);
         for (int d = 0; d < problem.head_dim; ++d)
-          dense[base + static_cast<std::size_t>(d)] = load_as_float(
-              cache, problem.dtype, static_cast<std::size_t>(problem.layout.offset(page, kv_head, slot, d)));
+          dense[base + static_cast<std::size_t>(d)] =
+              load_as_float(cache, problem.cache_dtype(), static_cast<std::size_t>(problem.layout.offset(page, kv_head, slot, d))) *
+              double{cache == host_view.key_cache ? problem.k_scale : problem.v_scale};
       }
   }
   return dense;
@@ -232,7 +235,7 @@ std::vector<float> plain_float_attention(const DecodeView& host_view, bool weigh
       for (std::int64_t token = 0; token < context_len; ++token) {
         float dot = 0.0f;
         for (int d = 0; d < head_dim; ++d)
-          dot += query_at(d) * load_as_float(host_view.key_cache, problem.dtype, offset_of(token, d));
+          dot += query_at(d) * (load_as_float(host_view.key_cache, problem.cache_dtype(), offset_of(token, d)) * problem.k_scale);
         const float logit = dot * problem.scale;
         logits[static_cast<std::size_t>(token)] = logit;
         if (logit > max_logit) max_logit = logit;  // a NaN logit never wins, but its exp below is NaN
@@ -247,7 +250,7 @@ std::vector<float> plain_float_attention(const DecodeView& host_view, bool weigh
         total += weight;
         for (int d = 0; d < head_dim; ++d)
           accumulator[static_cast<std::size_t>(d)] +=
-              weight * load_as_float(host_view.value_cache, problem.dtype, offset_of(token, d));
+              weight * (load_as_float(host_view.value_cache, problem.cache_dtype(), offset_of(token, d)) * problem.v_scale);
       }
       for (int d = 0; d < head_dim; ++d)
         out[row_index(problem, seq, problem.num_q_heads, head, d)] =

@@ -16,7 +16,8 @@ namespace pa::reference {
 /// out[s][h][d] in double for a view over host memory: q, both caches, block tables and
 /// context lengths are read (through the table, token by token); out and workspace are ignored.
 /// A sequence with context 0 gets a row of zeros and its block-table row is not read. Storage
-/// may be f32, f16 or bf16 (converted exactly to double). A NaN in a valid K makes every
+/// may be f32, f16 or bf16 (converted exactly to double); with fp8 K/V (problem.fp8_kv) each K
+/// and V element is its e4m3 value times k_scale or v_scale, in double: the dequantised cache. A NaN in a valid K makes every
 /// channel of the rows that read it NaN; a NaN in a valid V, that channel of those rows.
 ///
 /// Throws ArgumentError naming "reference::paged_attention" and the argument for a problem

@@ -50,9 +50,10 @@ inline void require_oracle_match(Backend backend, int step, const Workload& work
 /// Whether \p step runs storage type \p dtype (KernelEntry::runs_f32).
 inline bool runs(int step, DType dtype) { return dtype != DType::f32 || kernel(step, Backend::emulator).runs_f32; }
 
-/// The adversarial set of docs/design/CORRECTNESS.md in one storage type; a step that does not
-/// run \p dtype must refuse each workload, naming `dtype`.
-inline void check_adversarial(Backend backend, int step, DType dtype, int max_context = 300) {
+/// The adversarial set of docs/design/CORRECTNESS.md in one storage type (with \p fp8_kv, q and
+/// out in it and K/V in fp8 e4m3); a step that does not run \p dtype must refuse each workload,
+/// naming `dtype`.
+inline void check_adversarial(Backend backend, int step, DType dtype, int max_context = 300, bool fp8_kv = false) {
   if (!runs(step, dtype)) {
     WorkloadSpec spec = debug_spec();
     spec.dtype = dtype;
@@ -62,13 +63,16 @@ inline void check_adversarial(Backend backend, int step, DType dtype, int max_co
   AdversarialOptions options;
   options.dtype = dtype;
   options.max_context = max_context;
+  options.fp8_kv = fp8_kv;
   for (const WorkloadSpec& spec : adversarial_specs(options)) require_oracle_match(backend, step, make_workload(spec));
 }
 
-/// NaN where the kernel must not read gives the same bits as zeros there (docs/design/CORRECTNESS.md rule 1).
-inline void check_poison_is_invisible(Backend backend, int step, DType dtype) {
+/// NaN where the kernel must not read gives the same bits as zeros there (docs/design/CORRECTNESS.md
+/// rule 1); with \p fp8_kv, in fp8 K/V (NaN is 0x7f there).
+inline void check_poison_is_invisible(Backend backend, int step, DType dtype, bool fp8_kv = false) {
   AdversarialOptions options;
   options.dtype = dtype;
+  options.fp8_kv = fp8_kv;
   for (WorkloadSpec spec : adversarial_specs(options)) {
     if (spec.nan_sequence >= 0) continue;  // a NaN inside a context is meant to be read
     const RunOutput poisoned = run_on(backend, step, make_workload(spec));
@@ -135,9 +139,11 @@ inline void require_same_bits(const Workload& workload, const RunOutput& expecte
 /// in the emulator, in every thread order: each knob's run in the fixed order and in one shuffled
 /// order, the default run in the fixed order twice and in every order of shuffled_orders() (a
 /// result that depends on which thread got somewhere first differs between orders).
-inline void check_knobs_and_determinism(Backend backend, int step, const std::vector<KernelOptions>& knobs) {
+inline void check_knobs_and_determinism(Backend backend, int step, const std::vector<KernelOptions>& knobs,
+                                        bool fp8_kv = false) {
   WorkloadSpec spec = debug_spec();
   spec.dtype = DType::bf16;
+  spec.fp8_kv = fp8_kv;
   spec.context_lens = {700, 1, 0, 129, 64};
   const Workload workload = make_workload(spec);
   const bool emulated = backend == Backend::emulator;
@@ -527,6 +533,74 @@ inline void check_split_boundaries(Backend backend, int step) {
     REQUIRE(run.plan.splits == 3);
     REQUIRE(run.plan.description.find(cat("3 splits of ", split, " tokens")) != std::string::npos);
     require_matches_oracle(run, backend, step, w, options);
+  }
+}
+
+// ----- fp8 K/V (step 12) ----------------------------------------------------------------------
+
+/// Head dims 64-256 (q in f16 and bf16), groups of 3, 8 and 32, pages 1 to 64, all with fp8 K/V.
+inline void check_fp8_shapes(Backend backend, int step) {
+  for (int head_dim : {64, 80, 96, 112, 128, 256})
+    for (DType dtype : {DType::f16, DType::bf16}) {
+      WorkloadSpec spec = debug_spec();
+      spec.name = cat("fp8-head-dim-", head_dim);
+      spec.head_dim = head_dim;
+      spec.dtype = dtype;
+      spec.fp8_kv = true;
+      spec.context_lens = {33, 0, 17, 130};
+      require_oracle_match(backend, step, make_workload(spec));
+    }
+  for (const auto& [q_heads, kv_heads] : {std::pair{24, 8}, std::pair{16, 2}, std::pair{32, 1}}) {
+    WorkloadSpec spec = debug_spec();
+    spec.name = cat("fp8-group-", q_heads / kv_heads);
+    spec.num_q_heads = q_heads;
+    spec.num_kv_heads = kv_heads;
+    spec.dtype = DType::bf16;
+    spec.fp8_kv = true;
+    spec.context_lens = {33, 0, 17};
+    require_oracle_match(backend, step, make_workload(spec));
+  }
+  for (int page : {1, 8, 12, 16, 32, 64}) {
+    WorkloadSpec spec = debug_spec();
+    spec.dtype = DType::bf16;
+    spec.fp8_kv = true;
+    spec.name = cat("fp8-page-", page);
+    spec.block_size = page;
+    spec.context_lens = {page - 1 > 0 ? page - 1 : 1, page, page + 1, 2 * page + 3};
+    require_oracle_match(backend, step, make_workload(spec));
+  }
+}
+
+/// check_huge_pools' two sparse pools with fp8 K/V: every used page starts past element (byte)
+/// 2^31, then 2^32, so a page offset computed in 32 bits reads another page.
+inline void check_huge_fp8_pools(Backend backend, int step) {
+  for (const auto& [pages, limit] : {std::pair<std::int64_t, std::int64_t>{140000, std::int64_t{1} << 31},
+                                     std::pair<std::int64_t, std::int64_t>{280000, std::int64_t{1} << 32}}) {
+    WorkloadSpec spec = huge_pool_spec(pages, DType::bf16);
+    spec.fp8_kv = true;
+    const Workload w = make_workload(spec);
+    for (std::size_t i = 0; i < w.block_tables.size(); ++i) {
+      const std::int64_t entry = static_cast<std::int64_t>(i) % w.problem.max_blocks_per_seq;
+      const std::int64_t seq = static_cast<std::int64_t>(i) / w.problem.max_blocks_per_seq;
+      if (entry < pages_for(w.context_lens[static_cast<std::size_t>(seq)], w.problem.block_size))
+        REQUIRE(w.block_tables[i] * w.problem.layout.block_stride > limit);
+    }
+    require_oracle_match(backend, step, w);
+  }
+}
+
+/// Every step before \p first_fp8_step refuses fp8 K/V in its plan, naming `fp8_kv`.
+inline void check_fp8_refused_below(Backend backend, int first_fp8_step) {
+  WorkloadSpec spec = debug_spec();
+  spec.dtype = DType::bf16;
+  spec.fp8_kv = true;
+  const Workload workload = make_workload(spec);
+  for (const int step : kernel_steps()) {
+    if (step >= first_fp8_step) continue;
+    CAPTURE(step);
+    REQUIRE_FALSE(kernel(step, backend).runs_fp8_kv);
+    PA_REQUIRE_THROWS_AS_WITH(run_on(backend, step, workload), ArgumentError,
+                              cat(kernel(step, backend).name, ": fp8_kv: expected false"));
   }
 }
 

@@ -241,3 +241,66 @@ TEST_CASE("dtype: load, store and round_to go through the same conversions") {
   CHECK(std::isnan(pa::round_to(pa::DType::f16, std::numeric_limits<float>::quiet_NaN())));
   CHECK(std::isinf(pa::round_to(pa::DType::f16, 1e5f)));
 }
+
+// ----- fp8 e4m3 --------------------------------------------------------------------------------
+
+namespace {
+/// e4m3 decoded from its definition, independently of pa::e4m3_to_float: sign, 4 exponent bits
+/// (bias 7), 3 mantissa bits; exponent 0 holds subnormals m * 2^-9; S.1111.111 is NaN.
+double e4m3_by_definition(int bits) {
+  const int sign = bits >> 7, exponent = (bits >> 3) & 15, mantissa = bits & 7;
+  if (exponent == 15 && mantissa == 7) return std::numeric_limits<double>::quiet_NaN();
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(8 + mantissa, exponent - 10);
+  return sign ? -magnitude : magnitude;
+}
+}  // namespace
+
+TEST_CASE("dtype: e4m3 -> float is exact for all 256 bit patterns and round-trips") {
+  REQUIRE(pa::dtype_size(pa::DType::e4m3) == 1);
+  REQUIRE(pa::dtype_name(pa::DType::e4m3) == "e4m3");
+  int nans = 0;
+  for (int bits = 0; bits < 256; ++bits) {
+    CAPTURE(bits);
+    const float value = pa::e4m3_to_float(pa::e4m3_t{static_cast<std::uint8_t>(bits)});
+    const double expected = e4m3_by_definition(bits);
+    if (std::isnan(expected)) {
+      REQUIRE(std::isnan(value));
+      REQUIRE(pa::float_to_e4m3(value).bits == 0x7f);
+      ++nans;
+      continue;
+    }
+    REQUIRE(static_cast<double>(value) == expected);
+    REQUIRE(std::signbit(value) == (bits >= 128));
+    REQUIRE(pa::float_to_e4m3(value).bits == bits);  // -0 stays -0
+  }
+  REQUIRE(nans == 2);  // 0x7f and 0xff; no infinities
+  REQUIRE(pa::e4m3_to_float({0x7e}) == 448.0f);
+  REQUIRE(pa::e4m3_to_float({0x01}) == std::ldexp(1.0f, -9));  // the smallest subnormal
+  REQUIRE(pa::e4m3_to_float({0x08}) == std::ldexp(1.0f, -6));  // the smallest normal
+}
+
+TEST_CASE("dtype: float -> e4m3 rounds to nearest even between every pair of neighbours, and saturates") {
+  for (int bits = 0; bits < 0x7e; ++bits) {  // positive finite neighbours (bits, bits + 1)
+    CAPTURE(bits);
+    const float low = pa::e4m3_to_float({static_cast<std::uint8_t>(bits)});
+    const float high = pa::e4m3_to_float({static_cast<std::uint8_t>(bits + 1)});
+    const float middle = (low + high) / 2;  // exact in float
+    const int even = bits % 2 == 0 ? bits : bits + 1;
+    REQUIRE(pa::float_to_e4m3(middle).bits == even);
+    REQUIRE(pa::float_to_e4m3(-middle).bits == (even | 0x80));
+    REQUIRE(pa::float_to_e4m3(std::nextafter(middle, 0.0f)).bits == bits);
+    REQUIRE(pa::float_to_e4m3(std::nextafter(middle, 1000.0f)).bits == bits + 1);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float big : {448.0f, 463.99f, 464.0f, 1e6f, 3e38f, inf}) {
+    CAPTURE(big);
+    REQUIRE(pa::float_to_e4m3(big).bits == 0x7e);   // +448: saturated, never NaN
+    REQUIRE(pa::float_to_e4m3(-big).bits == 0xfe);  // -448
+  }
+  REQUIRE(pa::float_to_e4m3(std::numeric_limits<float>::quiet_NaN()).bits == 0x7f);
+  REQUIRE(pa::float_to_e4m3(std::ldexp(1.0f, -10)).bits == 0x00);  // half the smallest subnormal: a tie, to 0
+  REQUIRE(pa::float_to_e4m3(std::nextafter(std::ldexp(1.0f, -10), 1.0f)).bits == 0x01);
+  REQUIRE(pa::float_to_e4m3(-1e-30f).bits == 0x80);
+  REQUIRE(pa::float_to_e4m3(1.0f).bits == 0x38);
+  REQUIRE(pa::round_to(pa::DType::e4m3, 0.3f) == pa::e4m3_to_float(pa::float_to_e4m3(0.3f)));
+}

@@ -26,10 +26,11 @@ std::string no_gpu_reason() {
 }
 
 /// The GPU and the emulator agree on every adversarial workload (both within tolerance of the
-/// oracle, and within the same tolerance of each other).
-void check_gpu_against_emulator(int step, DType dtype) {
+/// oracle, and within the same tolerance of each other); with \p fp8_kv, in fp8 K/V.
+void check_gpu_against_emulator(int step, DType dtype, bool fp8_kv = false) {
   pa::AdversarialOptions options;
   options.dtype = dtype;
+  options.fp8_kv = fp8_kv;
   for (const pa::WorkloadSpec& spec : pa::adversarial_specs(options)) {
     const pa::Workload w = pa::make_workload(spec);
     const pa::RunOutput gpu = run_on(Backend::cuda, step, w);
@@ -494,4 +495,40 @@ TEST_CASE("gpu step11: one launch captured in a CUDA graph, replayed with new le
     require_ok(cudaStreamDestroy(stream), "cudaStreamDestroy");
   }
 #endif
+}
+
+TEST_CASE("gpu step12: fp8 K/V, the adversarial set against the oracle and the emulator, q in f16 and bf16",
+          "[gpu][step12][fp8]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    check_adversarial(Backend::cuda, 12, dtype, 300, true);
+    check_gpu_against_emulator(12, dtype, true);
+  }
+}
+
+TEST_CASE("gpu step12: fp8 K/V, NaN poison invisible, shapes, same input same bits", "[gpu][step12][fp8]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  check_poison_is_invisible(Backend::cuda, 12, DType::bf16, true);
+  check_poison_is_invisible(Backend::cuda, 12, DType::f16, true);
+  check_fp8_shapes(Backend::cuda, 12);
+  check_knobs_and_determinism(Backend::cuda, 12, knobs_of(12), true);
+  check_fp8_refused_below(Backend::cuda, 12);
+}
+
+TEST_CASE("gpu step12: fp8 K/V, pools over 2^31 and 2^32 bytes (9 GB of device memory)", "[gpu][step12][fp8][huge]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  check_huge_fp8_pools(Backend::cuda, 12);
+}
+
+TEST_CASE("gpu step12: fp8 K/V, one sequence of 128k tokens", "[gpu][step12][fp8]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.name = "128k-fp8";
+  spec.dtype = DType::bf16;
+  spec.fp8_kv = true;
+  spec.num_q_heads = 8;
+  spec.num_kv_heads = 2;
+  spec.head_dim = 128;
+  spec.context_lens = {131072, 4097};
+  require_oracle_match(Backend::cuda, 12, pa::make_workload(spec));
 }

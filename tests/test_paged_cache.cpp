@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <string>
@@ -681,4 +682,41 @@ TEST_CASE("cache: fresh pools hold NaN, so unwritten slots show", "[cache]") {
   REQUIRE(std::isnan(gathered.keys[0]));
   REQUIRE(std::isnan(gathered.values[0]));
   free_all_and_require_whole(cache);
+}
+
+TEST_CASE("cache: the fp8 write path divides by the pool's scale, rounds to e4m3 and saturates", "[cache][fp8]") {
+  CacheConfig config = small_config(pa::DType::e4m3);
+  config.k_scale = 0.5f;
+  config.v_scale = 0.25f;
+  PagedKVCache cache(config);
+  const int seq = cache.add_sequence();
+  const std::int64_t row = cache.row_elems();  // 2 heads x 8 channels
+  std::vector<float> k(static_cast<std::size_t>(row)), v(static_cast<std::size_t>(row));
+  for (std::int64_t i = 0; i < row; ++i) {
+    k[static_cast<std::size_t>(i)] = 0.3f * static_cast<float>(i) - 2.0f;
+    v[static_cast<std::size_t>(i)] = 0.01f * static_cast<float>(i);
+  }
+  k[0] = 1e6f;                                          // past 448 * 0.5: saturates to 224
+  k[1] = -std::numeric_limits<float>::infinity();       // to -224
+  v[2] = std::numeric_limits<float>::quiet_NaN();       // stays NaN (0x7f)
+  cache.append_token(seq, k, v);
+  const pa::GatheredSequence got = cache.gather(seq);
+  for (std::int64_t i = 0; i < row; ++i) {
+    CAPTURE(i);
+    const std::size_t at = static_cast<std::size_t>(i);
+    const float want_k = pa::e4m3_to_float(pa::float_to_e4m3(k[at] / 0.5f)) * 0.5f;
+    const float want_v = pa::e4m3_to_float(pa::float_to_e4m3(v[at] / 0.25f)) * 0.25f;
+    REQUIRE(got.keys[at] == want_k);
+    if (i == 2) REQUIRE(std::isnan(got.values[at]));
+    else REQUIRE(got.values[at] == want_v);
+  }
+  REQUIRE(got.keys[0] == 224.0f);
+  REQUIRE(got.keys[1] == -224.0f);
+  REQUIRE(cache.key_pool().size() == static_cast<std::size_t>(config.num_blocks * row * config.block_size));  // one byte an element
+  CacheConfig bad = small_config(pa::DType::e4m3);
+  bad.k_scale = 0.0f;
+  PA_REQUIRE_THROWS_AS_WITH(PagedKVCache{bad}, pa::ArgumentError, "k_scale");
+  CacheConfig not_fp8 = small_config(pa::DType::bf16);
+  not_fp8.v_scale = 2.0f;
+  PA_REQUIRE_THROWS_AS_WITH(PagedKVCache{not_fp8}, pa::ArgumentError, "v_scale");
 }

@@ -355,3 +355,131 @@ TEST_CASE("the trace flag names a program by sequence, head and split, whatever 
   CHECK(whole.find("trace of program 1,2,0 (sequence 1)") != std::string::npos);
   CHECK(whole.find("kv heads {0}, tokens 0..36 (37 distinct)") != std::string::npos);  // sequence 1 has 37 tokens
 }
+
+// ----- step 12: fp8 K/V ------------------------------------------------------------------------
+#include "kernels/12_fp8_cache.cuh"
+
+TEST_CASE("step12: fp8 K/V, the adversarial set against the oracle, q in f16 and bf16", "[step12][fp8]") {
+  check_adversarial(Backend::emulator, 12, DType::f16, 300, true);
+  check_adversarial(Backend::emulator, 12, DType::bf16, 300, true);
+}
+
+TEST_CASE("step12: fp8 K/V, NaN poison (0x7f) gives the same bits as zeros", "[step12][fp8]") {
+  check_poison_is_invisible(Backend::emulator, 12, DType::bf16, true);
+  check_poison_is_invisible(Backend::emulator, 12, DType::f16, true);
+}
+
+TEST_CASE("step12: fp8 K/V, head dims 64-256, groups up to 32 and pages 1-64", "[step12][fp8]") {
+  check_fp8_shapes(Backend::emulator, 12);
+}
+
+TEST_CASE("step12: fp8 K/V, the partition knob does not change the answer, same input same bits", "[step12][fp8]") {
+  check_knobs_and_determinism(Backend::emulator, 12, knobs_of(12), true);
+}
+
+TEST_CASE("step12: fp8 K/V, pools over 2^31 and 2^32 bytes, the used pages at the top", "[step12][fp8][huge]") {
+  check_huge_fp8_pools(Backend::emulator, 12);
+}
+
+TEST_CASE("steps before 12 refuse fp8 K/V in their plan, naming fp8_kv", "[step12][fp8]") {
+  check_fp8_refused_below(Backend::emulator, 12);
+  REQUIRE(pa::kernel(12, Backend::emulator).runs_fp8_kv);
+}
+
+TEST_CASE("step12: fp8 K read as e5m2 (a planted wrong conversion) gives numbers the oracle rejects", "[step12][fp8]") {
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    pa::WorkloadSpec spec = pa::debug_spec();
+    spec.dtype = dtype;
+    spec.fp8_kv = true;
+    spec.num_q_heads = 16;
+    spec.num_kv_heads = 2;
+    spec.context_lens = {40, 17, 130};
+    const pa::Workload workload = pa::make_workload(spec);
+    const pa::OracleRows oracle = pa::oracle_rows(workload);
+    pa::KernelEntry planted = pa::kernel(12, Backend::emulator);
+    planted.launch = [](const pa::DecodeView& view, const pa::LaunchPlan& plan, void* stream) {
+      emu_kernels::step12::launch_as(view, plan, stream, true);
+    };
+    const pa::KernelEntry& step12 = pa::kernel(12, Backend::emulator);
+    const pa::CompareResult right = pa::check_against_oracle(workload, oracle, pa::run_emulator(step12, workload, {}).out, true);
+    const pa::CompareResult wrong = pa::check_against_oracle(workload, oracle, pa::run_emulator(planted, workload, {}).out, true);
+    INFO(pa::dtype_name(dtype) << ": right " << right.summary() << "; e5m2 " << wrong.summary());
+    REQUIRE(right.ok);
+    REQUIRE_FALSE(wrong.ok);
+  }
+}
+
+TEST_CASE("step12: fp8 K/V are read once per KV head, one byte an element", "[step12][fp8]") {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.num_q_heads = 8;
+  spec.num_kv_heads = 2;
+  spec.dtype = DType::bf16;
+  spec.fp8_kv = true;
+  spec.context_lens = {700, 1, 0, 129, 64};
+  const pa::Workload w = pa::make_workload(spec);
+  std::uint64_t tokens = 0;
+  for (int len : w.context_lens) tokens += static_cast<std::uint64_t>(len);
+  const std::uint64_t once = tokens * w.problem.num_kv_heads * w.problem.head_dim;  // bytes of K (e4m3)
+  const pa::RunOutput run = pa::run_emulator(pa::kernel(12, Backend::emulator), w);
+  CHECK(run.traffic.tensors.at("key_cache").bytes_read == once);
+  CHECK(run.traffic.tensors.at("value_cache").bytes_read == once);
+}
+
+TEST_CASE("step12: q·Kᵀ's k order and the planned fp8 fragments", "[step12][fp8]") {
+  // channel_of_k is a permutation of a 16-channel block, pairs kept together (a register holds
+  // channels 2i, 2i+1 of q).
+  std::vector<int> seen;
+  for (int k = 0; k < 16; ++k) seen.push_back(emu_kernels::step12::channel_of_k(k));
+  std::vector<int> sorted = seen;
+  std::sort(sorted.begin(), sorted.end());
+  for (int k = 0; k < 16; ++k) REQUIRE(sorted[static_cast<std::size_t>(k)] == k);
+  for (int k = 0; k < 16; k += 2) REQUIRE(seen[static_cast<std::size_t>(k) + 1] == seen[static_cast<std::size_t>(k)] + 1);
+  // value_registers: bytes V[2t][2g], V[2t][2g+1], V[2t+1][2g], V[2t+1][2g+1] = 0x38 (1.0),
+  // 0x40 (2.0), 0x44 (3.0), 0x48 (4.0): even channel tokens (1, 3), odd (2, 4), as f16.
+  unsigned even = 0, odd = 0;
+  emu_kernels::step12::value_registers(0x48444038u, even, odd);
+  REQUIRE(even == (0x3c00u | 0x4200u << 16));
+  REQUIRE(odd == (0x4000u | 0x4400u << 16));
+}
+
+TEST_CASE("fp8 K/V: the quantisation error against unquantised K/V (information)", "[step12][fp8]") {
+  // The oracle on the fp8 caches against the oracle on the same values unquantised (f32): what
+  // storing K/V in e4m3 costs, before any kernel. Docs/design/CORRECTNESS.md quotes it.
+  pa::AdversarialOptions options;
+  options.dtype = DType::f32;
+  double worst = 0, worst_sum = 0;
+  std::size_t count = 0;
+  for (pa::WorkloadSpec spec : pa::adversarial_specs(options)) {
+    if (spec.nan_sequence >= 0 || spec.query_multiplier == 0.0f || spec.query_multiplier > 1.0f) continue;
+    const std::vector<double> exact = pa::reference::paged_attention(pa::make_workload(spec).host_view());
+    spec.fp8_kv = true;
+    const std::vector<double> quantised = pa::reference::paged_attention(pa::make_workload(spec).host_view());
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+      const double error = std::abs(quantised[i] - exact[i]);
+      worst = std::max(worst, error);
+      worst_sum += error;
+      ++count;
+    }
+  }
+  WARN("fp8 e4m3 K/V against unquantised f32 K/V, adversarial set (ordinary logits), outputs in [-1, 1]: max |d| "
+       << worst << ", mean |d| " << worst_sum / static_cast<double>(count));
+  CHECK(worst > 0);
+  CHECK(worst < 0.1);
+}
+
+TEST_CASE("vocabulary: e4m3x2_to_f16x2 is exact for all 65536 byte pairs, byte_perm picks bytes", "[step12][fp8]") {
+  for (unsigned pair = 0; pair < 65536; ++pair) {
+    const unsigned got = emu_kernels::e4m3x2_to_f16x2(pair | 0xabcd0000u);  // the top half is ignored
+    for (int half = 0; half < 2; ++half) {
+      const float value = pa::e4m3_to_float({static_cast<std::uint8_t>(pair >> (8 * half))});
+      const pa::f16_t h{static_cast<std::uint16_t>(got >> (16 * half))};
+      INFO("pair " << pair << ", half " << half);
+      if (std::isnan(value)) REQUIRE(std::isnan(pa::f16_to_float(h)));
+      else REQUIRE(pa::f16_to_float(h) == value);  // signed zeros included: == does not tell them apart,
+      if (!std::isnan(value)) REQUIRE(std::signbit(pa::f16_to_float(h)) == std::signbit(value));  // this does
+    }
+  }
+  REQUIRE(emu_kernels::byte_perm(0x33221100u, 0x77665544u, 0x3120u) == 0x33112200u);
+  REQUIRE(emu_kernels::byte_perm(0x33221100u, 0x77665544u, 0x7654u) == 0x77665544u);
+  REQUIRE(emu_kernels::byte_perm(0x33221100u, 0x77665544u, 0x0040u) == 0x00004400u);
+}

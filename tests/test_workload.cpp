@@ -551,7 +551,8 @@ TEST_CASE("workload: named specs match BENCHMARKS.md", "[workload][named]") {
     int q_heads, kv_heads;
   };
   const Expected table[] = {{"gqa-batch", 64, 32, 8},   {"mha-batch", 16, 32, 32},  {"long-single", 1, 32, 8},
-                            {"small-batch", 8, 64, 8},  {"ragged-skew", 64, 32, 8}, {"ragged-uniform", 64, 32, 8}};
+                            {"small-batch", 8, 64, 8},  {"ragged-skew", 64, 32, 8}, {"ragged-uniform", 64, 32, 8},
+                            {"gqa-batch-fp8", 64, 32, 8}};
   std::vector<std::string> names;
   for (const Expected& row : table) names.emplace_back(row.name);
   REQUIRE(pa::named_workloads() == names);
@@ -568,11 +569,13 @@ TEST_CASE("workload: named specs match BENCHMARKS.md", "[workload][named]") {
     REQUIRE(spec.dtype == pa::DType::bf16);
     REQUIRE(spec.scatter);
     REQUIRE(spec.spare_blocks <= 16);
+    REQUIRE(spec.fp8_kv == (std::string(row.name) == "gqa-batch-fp8"));
   }
   const auto all = [](const WorkloadSpec& spec, int length) {
     return std::all_of(spec.context_lens.begin(), spec.context_lens.end(), [&](int n) { return n == length; });
   };
   REQUIRE(all(pa::named_spec("gqa-batch"), 8192));
+  REQUIRE(all(pa::named_spec("gqa-batch-fp8"), 8192));
   REQUIRE(all(pa::named_spec("mha-batch"), 8192));
   REQUIRE(all(pa::named_spec("long-single"), 32768));
   REQUIRE(all(pa::named_spec("small-batch"), 4096));
@@ -586,5 +589,5 @@ TEST_CASE("workload: named specs match BENCHMARKS.md", "[workload][named]") {
   REQUIRE(std::set<int>(uniform.context_lens.begin(), uniform.context_lens.end()).size() > 32);  // really spread
   PA_REQUIRE_THROWS_AS_WITH(pa::named_spec("gqa"), ArgumentError,
                             "named_spec: name: expected one of gqa-batch, mha-batch, long-single, small-batch, "
-                            "ragged-skew, ragged-uniform, got 'gqa'");
+                            "ragged-skew, ragged-uniform, gqa-batch-fp8, got 'gqa'");
 }

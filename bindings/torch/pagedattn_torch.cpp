@@ -48,6 +48,7 @@ at::ScalarType torch_type(pa::DType dtype) {
     case pa::DType::bf16: return at::kBFloat16;
     case pa::DType::f16: return at::kHalf;
     case pa::DType::f32: break;
+    case pa::DType::e4m3: return at::kFloat8_e4m3fn;  // a K/V type only; the extension passes none
   }
   return at::kFloat;
 }

@@ -76,6 +76,7 @@ using gspan = cuda_vocab::GlobalSpan<T>;
 using Paging = cuda_vocab::Paging;
 using bf16 = __nv_bfloat16;
 using f16 = __half;
+using e4m3 = ::pa::e4m3_t;  // storage only: kernels convert it with e4m3x2_to_f16x2
 using dim3 = ::dim3;
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
@@ -156,6 +157,7 @@ using gspan = emu::GlobalSpan<T>;
 using Paging = emu::Paging;
 using bf16 = ::pa::bf16_t;
 using f16 = ::pa::f16_t;
+using e4m3 = ::pa::e4m3_t;  // storage only: kernels convert it with e4m3x2_to_f16x2
 using dim3 = emu::dim3;
 inline float to_float(float x) { return x; }
 inline float to_float(bf16 x) { return bf16_to_float(x); }
@@ -526,6 +528,42 @@ __device__ __forceinline__ unsigned load_pair(const gspan<T>& span, std::int64_t
   return out;
 }
 
+// ----- fp8 -----------------------------------------------------------------------------------
+// An e4m3 value (common/dtype.h: bias 7, no infinities, 0x7f/0xff NaN, largest 448, subnormals
+// m * 2^-9) has 4 significant bits and exponents 2^-9 .. 2^8, so every one is exact in f16
+// (11 significant bits, normal from 2^-14): a kernel turns fp8 K/V into f16 fragments for the
+// tensor cores without rounding anything.
+
+/// The two e4m3 of the low 16 bits of \p pair (the lower element in the low byte) as two f16
+/// in one register, the lower in the low half: exact. Under nvcc one `cvt.rn.f16x2.e4m3x2`
+/// (sm_89 and later); the emulator converts through float (e4m3_to_float, float_to_f16), which
+/// is exact both ways; a NaN (0x7f, 0xff) becomes a quiet f16 NaN in both.
+__device__ __forceinline__ unsigned e4m3x2_to_f16x2(unsigned pair) {
+#if defined(__CUDACC__)
+  unsigned out;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(out) : "h"(static_cast<unsigned short>(pair & 0xffffu)));
+  return out;
+#else
+  const auto half = [](unsigned byte) {
+    return unsigned{float_to_f16(e4m3_to_float(e4m3_t{static_cast<std::uint8_t>(byte)})).bits};
+  };
+  return half(pair & 0xffu) | half((pair >> 8) & 0xffu) << 16;
+#endif
+}
+
+/// Byte i of the result is byte `(selector >> 4i) & 7` of the eight bytes \p lo (bytes 0-3) and
+/// \p hi (bytes 4-7): CUDA's `__byte_perm` (one `prmt`), without its sign-replicate mode.
+__device__ __forceinline__ unsigned byte_perm(unsigned lo, unsigned hi, unsigned selector) {
+#if defined(__CUDACC__)
+  return __byte_perm(lo, hi, selector);
+#else
+  const std::uint64_t bytes = std::uint64_t{lo} | std::uint64_t{hi} << 32;
+  unsigned out = 0;
+  for (int i = 0; i < 4; ++i) out |= static_cast<unsigned>((bytes >> (8 * ((selector >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
+  return out;
+#endif
+}
+
 #if !defined(__CUDACC__)
 namespace emu_matrix {
 /// One lane's operands of an mma, as the emulator's warp_combine sees them.
@@ -769,6 +807,7 @@ void dispatch_dtype(DType dtype, F&& f) {
     case DType::f32: f(float{}); return;
     case DType::f16: f(f16{}); return;
     case DType::bf16: f(bf16{}); return;
+    case DType::e4m3: return;  // a K/V storage type only: validate() refuses it as dtype
   }
 }
 

@@ -1,0 +1,576 @@
+#pragma once
+/// \file
+/// Step 12, fp8 K/V: the caches hold fp8 e4m3, one byte an element, with one scale for K and one
+/// for V, so a decode step reads half the bytes of bf16 K/V.
+///
+/// What changed since step 11: the tiles that step 11's programs copy into shared memory are
+/// bytes of e4m3, and the warps turn them into f16 fragments on their way to the tensor cores,
+/// exactly (every e4m3 value is an f16 value). The copies, the persistent grid and its work list,
+/// the online softmax and the merge are step 11's. What the bytes ask for:
+/// - q·Kᵀ: one `ldmatrix` gives a lane four consecutive channels of one token (not the 2 + 2 that
+///   are eight apart, as a B fragment of 16-bit elements wants). The sum over channels does not
+///   care about their order, so q's A fragment is loaded in the same order instead, and each
+///   register of K becomes the lane's two B registers with two conversions.
+/// - P·V: `ldmatrix .trans` moves 16-bit elements, so it gives a lane two channels of two tokens;
+///   one byte permute puts each channel's two tokens side by side, and each half is then a B
+///   register: of an even channel's tile and of an odd one's. The output channels come out
+///   interleaved, and the epilogue writes each lane's four of them in order.
+/// - The multiplies are f16 (the converted K and V are f16). An f16 q goes in as it is; a bf16 q
+///   is converted, divided by a power of two that brings the warp's largest |q| under 2^15 (f16
+///   ends at 65504; the power goes back into the scale, exactly). The weights P are f16.
+/// - The scales cost nothing in the loop: k_scale joins the softmax scale, v_scale multiplies
+///   the accumulators once at the end.
+/// - A tile is 64 tokens (step 10's 32): a stage then holds as many bytes as step 10's; 3 stages
+///   (kShapes says why).
+/// A problem whose K/V are not fp8 runs as step 11.
+///
+///     build/current/steps/step12_fp8_cache --help
+
+#include <cmath>
+
+#include "kernels/11_persistent.cuh"
+
+namespace pa::PA_KERNELS::step12 {
+
+using step07::Partials;
+using step10::kHeadsPerWarp;
+using step10::parts_for;
+using step10::Shape;
+
+/// The program shapes, indexed like step 10's (step10::shape_for): 64-token tiles, 64 channels a
+/// warp (128 for a group of more than 16 heads, as step 10's kWideShape). 3 stages where a warp
+/// has 64 channels: nvcc gives that program 222 registers a thread at head dim 128 with a bf16 q
+/// (237 with f16; `-Xptxas -v`, nvcc 13), so registers hold an SM to 4 programs, not step 10's 6,
+/// and a third stage (48 KB a program, 192 KB an SM) keeps two tiles in flight a program: 128 KB
+/// an SM against step 10's 96. A guess from Little's law, not yet a measurement; the wide
+/// programs keep 2 stages.
+inline constexpr Shape kShapes[] = {{64, 64, 3}, {64, 128, 2}, {64, 64, 3}};
+
+/// 16-byte units of one token's fp8 row: 16 channels a unit.
+__host__ __device__ constexpr int row_units(int head_dim) { return head_dim / 16; }
+/// Step 10's swizzle for rows of row_units(HEAD_DIM) units (step 10's rows of HEAD_DIM / 2
+/// 16-bit elements have as many): the 8 rows an ldmatrix reads fall in 8 different bank groups.
+template <int HEAD_DIM>
+__host__ __device__ constexpr int swizzle(int f) {
+  return step10::swizzle<HEAD_DIM / 2>(f);
+}
+/// Floats of one stage: a tile's K rows, then its V rows.
+__host__ __device__ constexpr int stage_floats(int head_dim, int tile) { return 2 * tile * row_units(head_dim) * 4; }
+
+/// The fp8 caches as the kernel reads them, with their scales.
+struct Fp8Caches {
+  gspan<const e4m3> keys;
+  gspan<const e4m3> values;
+  float k_scale;
+  float v_scale;
+};
+
+// [fragments]
+/// The channel that k index \p k (0-15) of a 16-channel block stands for in q·Kᵀ: the ldmatrix
+/// of fp8 K gives lane t of a group channels 4t .. 4t+3, which its two B registers hold as
+/// k = 2t, 2t+1 and k = 2t+8, 2t+9; so k = 2t + e is channel 4t + e, k = 2t + 8 + e is 4t + 2 + e.
+__host__ __device__ constexpr int channel_of_k(int k) { return k < 8 ? 4 * (k / 2) + k % 2 : 4 * ((k - 8) / 2) + 2 + k % 2; }
+
+/// This lane's q fragments for the 16 heads from \p first_head (rows past \p heads are zero), in
+/// f16, channels in channel_of_k's order. A bf16 q is multiplied by a power of two so that the
+/// warp's largest |q| is below 2^15 (f16's largest is 65504); returns the factor's inverse, which
+/// multiplies the scores (1 for f16 q, and when no element is that large or one is not finite).
+template <class T, int HEAD_DIM>
+__device__ __forceinline__ float load_query_f16(const DecodeArgs<T>& args, int seq, int first_head, int heads,
+                                                unsigned (&q)[HEAD_DIM / 16][4]) {
+  const int lane = threadIdx.x % 32;
+  PA_UNROLL
+  for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+    PA_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      const int row = mma_layout::a_row(lane, r);
+      const std::int64_t at = (static_cast<std::int64_t>(seq) * args.num_q_heads + first_head + row) * HEAD_DIM +
+                              kk * 16 + channel_of_k(mma_layout::a_col(lane, r));
+      q[kk][r] = row < heads ? load_pair(args.query, at) : 0u;
+    }
+  }
+  if constexpr (std::is_same_v<T, f16>) {
+    return 1.0f;
+  } else {
+    float largest = 0.0f;
+    PA_UNROLL
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
+      PA_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        float lo, hi;
+        unpack_pair<T>(q[kk][r], lo, hi);
+        largest = fmaxf(largest, fmaxf(fabsf(lo), fabsf(hi)));  // fmaxf passes over a NaN
+      }
+    PA_UNROLL
+    for (int mask = 1; mask < 32; mask *= 2) largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, mask));
+    float factor = 1.0f;
+    if (largest >= 32768.0f && largest <= 0x1.fffffep127f) {  // not for an infinity
+#if defined(__CUDACC__)
+      factor = ldexpf(1.0f, 14 - ilogbf(largest));  // largest * factor in [2^14, 2^15)
+#else
+      factor = std::ldexp(1.0f, 14 - std::ilogb(largest));
+#endif
+    }
+    PA_UNROLL
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
+      PA_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        float lo, hi;
+        unpack_pair<T>(q[kk][r], lo, hi);
+        q[kk][r] = pack_pair<f16>(lo * factor, hi * factor);
+      }
+    return 1.0f / factor;
+  }
+}
+
+/// Two B registers of q·Kᵀ from one register of fp8 K (channels 4t .. 4t+3 of one token), or
+/// with PLANTED_E5M2 the same bytes read as the other fp8 format, e5m2 (whose f16 is the byte
+/// shifted into the top half): the planted bug of the test that checks the oracle sees one.
+template <bool PLANTED_E5M2>
+__device__ __forceinline__ void key_registers(unsigned k, unsigned (&b)[2]) {
+  if constexpr (PLANTED_E5M2) {
+    b[0] = (k & 0xffu) << 8 | (k & 0xff00u) << 16;
+    b[1] = (k & 0xff0000u) >> 8 | (k & 0xff000000u);
+  } else {
+    b[0] = e4m3x2_to_f16x2(k);
+    b[1] = e4m3x2_to_f16x2(k >> 16);
+  }
+}
+
+/// From one register of an ldmatrix .trans of fp8 V (tokens 2t, 2t+1 by channels 2g, 2g+1,
+/// token-major: bytes V[2t][2g], V[2t][2g+1], V[2t+1][2g], V[2t+1][2g+1]), the f16 pairs of
+/// channel 2g (\p even) and 2g+1 (\p odd), tokens 2t and 2t+1 each: B registers of P·V.
+__device__ __forceinline__ void value_registers(unsigned v, unsigned& even, unsigned& odd) {
+  const unsigned by_channel = byte_perm(v, 0u, 0x3120u);  // V[2t][2g], V[2t+1][2g], V[2t][2g+1], V[2t+1][2g+1]
+  even = e4m3x2_to_f16x2(by_channel);
+  odd = e4m3x2_to_f16x2(by_channel >> 16);
+}
+// [fragments]
+
+// [kernel]
+/// Step 10's pass (step10::tensor_core_attend) over fp8 K/V: the attention of the query-head
+/// group of \p kv_head of \p seq over tokens [begin, end), by a program of one warp for each 16
+/// heads of the group times each part of the head dim. When \p direct, the result divided by its
+/// sum goes to the output; else unnormalised to \p partials, head h of the group at slot
+/// `slot_of(head_row, h)`. \p shared holds the stages; the caller orders this call after any
+/// earlier use of them by a barrier.
+template <class T, int HEAD_DIM, bool PLANTED_E5M2, int TILE, int PART_DIMS, int STAGES, class Shared, class SlotOf>
+__device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8Caches& caches, int seq, int kv_head,
+                                           int begin, int end, Shared shared, bool direct, const Partials& partials,
+                                           SlotOf slot_of) {
+  static_assert(TILE % 32 == 0, "a tile is whole 32-token quads: one ldmatrix .x4 reads 32 rows");
+  constexpr int kQuads = TILE / 32;                           // 32-token quads of a tile: one ldmatrix each
+  constexpr int kChunks = TILE / 16;                          // 16-token chunks: P·V's k steps
+  constexpr int kBlocks = HEAD_DIM / 16;                      // 16-channel blocks of a row: one 16-byte unit each
+  constexpr int kParts = parts_for(HEAD_DIM, PART_DIMS);
+  constexpr int kMyBlocks = (kBlocks + kParts - 1) / kParts;
+  constexpr int kUnits = row_units(HEAD_DIM);
+  constexpr int kTileUnits = TILE * kUnits;
+  constexpr int kStage = stage_floats(HEAD_DIM, TILE);
+  const int tiles = (end - begin + TILE - 1) / TILE;
+
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int part = warp % kParts;
+  const int rows_first = (warp / kParts) * kHeadsPerWarp;
+  const int group_size = args.group_size();
+  const int first_head = kv_head * group_size + rows_first;
+  unsigned q[HEAD_DIM / 16][4];
+  const float q_unscale = load_query_f16<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
+
+  // The copies, as step 10's (its comment says why), with rows of kUnits 16-byte units.
+  constexpr bool kWholeLines = kUnits % 8 == 0;
+  constexpr int kLookups = kWholeLines ? TILE / 4 : (kTileUnits + 32 * kParts - 1) / (32 * kParts);
+  const std::int64_t table_row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
+  auto token_of = [&](int j) {
+    if constexpr (kWholeLines) {
+      const int four = threadIdx.x / 32 + blockDim.x / 32 * j;
+      return four < TILE / 4 ? 4 * four + lane / 8 : -1;
+    } else {
+      const int f = threadIdx.x + blockDim.x * j;
+      return f < kTileUnits ? f / kUnits : -1;
+    }
+  };
+  auto look_up = [&](int tile, int (&pages)[kLookups]) {
+    PA_UNROLL
+    for (int j = 0; j < kLookups; ++j) {
+      const int token = begin + tile * TILE + token_of(j);
+      pages[j] = token_of(j) >= 0 && tile < tiles && token < end
+                     ? args.block_tables[table_row + (args.block_shift >= 0 ? token >> args.block_shift
+                                                                             : token / args.block_size)]
+                     : -1;
+    }
+  };
+  auto issue = [&](int tile, const int (&pages)[kLookups]) {
+    if (tile < tiles) {
+      PA_UNROLL
+      for (int j = 0; j < kLookups; ++j) {
+        const int token = token_of(j);
+        if (token < 0) break;
+        const int at = begin + tile * TILE + token;
+        const int slot = args.block_shift >= 0 ? at & (args.block_size - 1) : at % args.block_size;
+        const std::int64_t row = pages[j] >= 0 ? args.kv_offset(pages[j], kv_head, slot) : 0;
+        auto copy = [&](int unit) {
+          const auto dst = shared_slot(shared, (tile % STAGES) * kStage + swizzle<HEAD_DIM>(token * kUnits + unit) * 4);
+          if (pages[j] >= 0) {
+            copy_async<16>(dst, caches.keys, row + 16 * unit);
+            copy_async<16>(dst + kTileUnits * 4, caches.values, row + 16 * unit);
+          } else {  // past the range: zeros (e4m3 0), so a weight of 0 times V adds 0
+            zero_async(dst, caches.keys);
+            zero_async(dst + kTileUnits * 4, caches.keys);
+          }
+        };
+        if constexpr (kWholeLines) {
+          PA_UNROLL
+          for (int line = 0; line < kUnits / 8; ++line) copy(lane % 8 + 8 * line);
+        } else {
+          copy((threadIdx.x + blockDim.x * j) % kUnits);
+        }
+      }
+    }
+    async_commit();
+  };
+
+  float running_max[2] = {-INFINITY, -INFINITY};
+  float running_sum[2] = {0.0f, 0.0f};
+  // Block i, tile h: channels 16 * (part + kParts * i) + 2n + h of output column n (h = 0: the
+  // even channels, 1: the odd ones; value_registers).
+  float o[kMyBlocks][2][4];
+  PA_UNROLL
+  for (int i = 0; i < kMyBlocks; ++i)
+    PA_UNROLL
+    for (int h = 0; h < 2; ++h)
+      PA_UNROLL
+      for (int e = 0; e < 4; ++e) o[i][h][e] = 0.0f;
+  // Scores in base 2; k_scale and the inverse of q's factor join the softmax scale.
+  const float scale = args.scale * caches.k_scale * q_unscale * step09::kLog2e;
+
+  int pages[kLookups];
+  PA_UNROLL
+  for (int tile = 0; tile < STAGES - 1; ++tile) {
+    look_up(tile, pages);
+    issue(tile, pages);
+  }
+  look_up(STAGES - 1, pages);
+  for (int tile = 0; tile < tiles; ++tile) {
+    __syncthreads();
+    issue(tile + STAGES - 1, pages);
+    look_up(tile + STAGES, pages);
+    async_wait<STAGES - 1>();
+    __syncthreads();
+    const int k_tile = (tile % STAGES) * kStage;
+    const int v_tile = k_tile + kTileUnits * 4;
+
+    // Scores for 16 heads x TILE tokens: n8 tile j holds tokens 8j .. 8j+7. One ldmatrix .x4
+    // reads 32 tokens' unit kk (lane l gives token 32 * quad + l's row): register m is n8 tile
+    // 4 * quad + m, channels 4t .. 4t+3 of token g of it.
+    float s[TILE / 8][4] = {};
+    PA_UNROLL
+    for (int kk = 0; kk < kBlocks; ++kk) {
+      PA_UNROLL
+      for (int quad = 0; quad < kQuads; ++quad) {
+        unsigned k[4];
+        ldmatrix_x4<false>(k, shared_slot(shared, k_tile + swizzle<HEAD_DIM>((32 * quad + lane) * kUnits + kk) * 4));
+        PA_UNROLL
+        for (int m = 0; m < 4; ++m) {
+          unsigned b[2];
+          key_registers<PLANTED_E5M2>(k[m], b);
+          mma_m16n8k16<f16>(s[4 * quad + m], q[kk], b);
+        }
+      }
+    }
+    // The online softmax on the fragments, as step 10's.
+    const int valid = end - (begin + tile * TILE);
+    float tile_max[2] = {-INFINITY, -INFINITY};
+    PA_UNROLL
+    for (int j = 0; j < TILE / 8; ++j)
+      PA_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        s[j][e] = 8 * j + mma_layout::c_col(lane, e) < valid ? s[j][e] * scale : -INFINITY;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
+      }
+    bool grew = false;
+    PA_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      grew = grew || tile_max[r] > running_max[r];
+    }
+    if (__ballot_sync(0xffffffffu, grew) != 0) {
+      PA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const float new_max = fmaxf(running_max[r], tile_max[r]);
+        const float rescale = fast_exp2(running_max[r] - new_max);
+        running_max[r] = new_max;
+        running_sum[r] *= rescale;
+        PA_UNROLL
+        for (int i = 0; i < kMyBlocks; ++i)
+          PA_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            o[i][h][2 * r] *= rescale;
+            o[i][h][2 * r + 1] *= rescale;
+          }
+      }
+    }
+    // The weights as P·V's A fragments (step 10's mapping), in f16, the type of the multiply.
+    unsigned p[kChunks][4];
+    PA_UNROLL
+    for (int j = 0; j < TILE / 8; ++j)
+      PA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        p[j / 2][2 * (j % 2) + r] =
+            pack_pair<f16>(fast_exp2(s[j][2 * r] - running_max[r]), fast_exp2(s[j][2 * r + 1] - running_max[r]));
+        float lo, hi;
+        unpack_pair<f16>(p[j / 2][2 * (j % 2) + r], lo, hi);
+        running_sum[r] += lo + hi;
+      }
+    // o += P·V for this warp's blocks: one ldmatrix .trans reads 32 tokens' unit `block`
+    // (matrix m: tokens 32 * quad + 8m ..), so registers 2c', 2c'+1 are the two halves of the
+    // k of chunk 2 * quad + c'.
+    PA_UNROLL
+    for (int i = 0; i < kMyBlocks; ++i) {
+      const int block = part + kParts * i;
+      if (kBlocks % kParts != 0 && block >= kBlocks) break;
+      PA_UNROLL
+      for (int quad = 0; quad < kQuads; ++quad) {
+        unsigned v[4];
+        ldmatrix_x4<true>(v, shared_slot(shared, v_tile + swizzle<HEAD_DIM>((32 * quad + lane) * kUnits + block) * 4));
+        PA_UNROLL
+        for (int c = 0; c < 2; ++c) {
+          unsigned even[2], odd[2];
+          value_registers(v[2 * c], even[0], odd[0]);
+          value_registers(v[2 * c + 1], even[1], odd[1]);
+          mma_m16n8k16<f16>(o[i][0], p[2 * quad + c], even);
+          mma_m16n8k16<f16>(o[i][1], p[2 * quad + c], odd);
+        }
+      }
+    }
+  }
+  async_wait<0>();
+
+  // As step 10's epilogue, with v_scale on the accumulators and a lane's four channels of a
+  // block (16 * block + 4t .. +3: even and odd tiles interleaved) written at once.
+  PA_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    running_sum[r] += __shfl_xor_sync(0xffffffffu, running_sum[r], 1);
+    running_sum[r] += __shfl_xor_sync(0xffffffffu, running_sum[r], 2);
+    const int row = mma_layout::c_row(lane, 2 * r);
+    if (rows_first + row >= group_size) continue;
+    const std::int64_t head_row = static_cast<std::int64_t>(seq) * args.num_q_heads + first_head + row;
+    const std::int64_t slot = slot_of(head_row, rows_first + row);
+    const float sum = running_sum[r];
+    auto normalised = [&](float acc) { return from_float<T>(sum == 0.0f ? 0.0f : acc * caches.v_scale / sum); };
+    PA_UNROLL
+    for (int i = 0; i < kMyBlocks; ++i) {
+      const int block = part + kParts * i;
+      if (kBlocks % kParts != 0 && block >= kBlocks) break;
+      const int channel = block * 16 + 4 * (lane % 4);
+      const float acc[4] = {o[i][0][2 * r], o[i][1][2 * r], o[i][0][2 * r + 1], o[i][1][2 * r + 1]};
+      if (direct)
+        store_vec<4>(args.out, head_row * HEAD_DIM + channel,
+                     Vec<T, 4>{{normalised(acc[0]), normalised(acc[1]), normalised(acc[2]), normalised(acc[3])}});
+      else
+        store_vec<4>(partials.accs, slot * HEAD_DIM + channel,
+                     Vec<float, 4>{{acc[0] * caches.v_scale, acc[1] * caches.v_scale, acc[2] * caches.v_scale,
+                                    acc[3] * caches.v_scale}});
+    }
+    if (!direct && part == 0 && lane % 4 == 0) {
+      partials.maxes[slot] = running_max[r];
+      partials.sums[slot] = running_sum[r];
+    }
+  }
+}
+
+/// Step 11's persistent program, its items run by fp8_attend.
+template <class T, int HEAD_DIM, bool PLANTED_E5M2, int TILE, int PART_DIMS, int STAGES>
+__global__ void fp8_persistent_decode(DecodeArgs<T> args, Fp8Caches caches, step11::WorkList work, Partials partials) {
+  PA_DYNAMIC_SHARED(float, shared);
+  allow_next_kernel();
+  const int first = work.first_item[blockIdx.x];
+  const int stop = work.first_item[blockIdx.x + 1];
+  const int group_size = args.group_size();
+  for (int i = first; i < stop; ++i) {
+    const Vec<std::int32_t, 4> where = load_vec<4>(work.items, std::int64_t{i} * step11::kItemInts);
+    const Vec<std::int32_t, 4> how = load_vec<4>(work.items, std::int64_t{i} * step11::kItemInts + 4);
+    const int seq = where.v[0];
+    const int kv_head = where.v[1];
+    const int part = how.v[0];
+    step11::prefetch_item_table(args, seq, where.v[2], where.v[3]);
+    const int context_len = args.context_lens[seq];
+    const int begin = std::min(where.v[2], context_len);
+    const int end = how.v[1] != 0 ? context_len : std::min(where.v[3], context_len);
+    if (i > first) __syncthreads();
+    fp8_attend<T, HEAD_DIM, PLANTED_E5M2, TILE, PART_DIMS, STAGES>(
+        args, caches, seq, kv_head, begin, end, shared, part < 0, partials,
+        [&](std::int64_t, int head) { return std::int64_t{part} * group_size + head; });
+  }
+}
+// [kernel]
+
+// ----- host side -----------------------------------------------------------------------------
+inline constexpr const char* kName = "step12_fp8_cache";
+
+/// Calls `f(kernel, T{}, head_dim)` with the fp8_persistent_decode instantiation for \p p's q
+/// type (bf16 or f16), head dim and shape (step 10's shape_for, indexing kShapes).
+template <bool PLANTED_E5M2 = false, class F>
+void with_kernel(const DecodeProblem& p, F&& f) {
+  step10::dispatch_shape(p, [&](auto storage, auto head_dim, auto index) {
+    using T = std::remove_cvref_t<decltype(storage)>;
+    constexpr int D = decltype(head_dim)::value;
+    constexpr Shape s = kShapes[decltype(index)::value];
+    f(fp8_persistent_decode<T, D, PLANTED_E5M2, s.tile, s.part_dims, s.stages>, storage, head_dim);
+  });
+}
+
+/// The fp8 caches of \p view.
+inline Fp8Caches fp8_caches(const DecodeView& view) {
+  const DecodeProblem& p = view.problem;
+  const Paging paging{"block_tables", p.layout.block_stride};
+  return {gspan<const e4m3>(static_cast<const e4m3*>(view.key_cache), p.cache_elems(), "key_cache", paging),
+          gspan<const e4m3>(static_cast<const e4m3*>(view.value_cache), p.cache_elems(), "value_cache", paging),
+          p.k_scale, p.v_scale};
+}
+
+/// The kernel-side arguments of \p view with fp8 caches: make_args's, but the 16-bit cache spans
+/// are empty (the kernel reads the caches through Fp8Caches; a read through these would fault).
+template <class T>
+DecodeArgs<T> fp8_args(const DecodeView& view) {
+  DecodeArgs<T> args = make_args<T>(view);
+  args.key_cache = gspan<const T>(static_cast<const T*>(view.key_cache), 0, "key_cache (as 16-bit: unused)");
+  args.value_cache = gspan<const T>(static_cast<const T*>(view.value_cache), 0, "value_cache (as 16-bit: unused)");
+  return args;
+}
+
+/// Step 11's checks (step11::check), in this step's name; with fp8 K/V a layout of whole 16-byte
+/// units of fp8 (step 11 asks for units of 16-bit elements).
+inline void check(const DecodeProblem& p, const KernelOptions& options) {
+  validate(p, kName);
+  require_knobs(options, knob_partition, kName);
+  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kName);
+  step05::require_vector_layout(p, kName);
+  step10::require_16_bit(p, kName);
+  const CacheLayout& l = p.layout;
+  PA_REQUIRE(!p.fp8_kv || (l.block_stride % 16 == 0 && l.head_stride % 16 == 0 && l.token_stride % 16 == 0), kName,
+             "layout strides", "multiples of 16 elements (16-byte copies of fp8)",
+             cat(l.block_stride, "/", l.head_stride, "/", l.token_stride));
+}
+
+/// step11::require_lengths, in this step's name.
+inline void require_lengths(const DecodeProblem& p, std::span<const std::int32_t> lengths) {
+  PA_REQUIRE(lengths.size() == static_cast<std::size_t>(p.num_seqs), kName, "context_lens",
+             cat(p.num_seqs, " lengths, one a sequence (the host copy the plan balances by)"), cat(lengths.size(), " lengths"));
+  std::int64_t sum = 0;
+  for (int seq = 0; seq < p.num_seqs; ++seq) {
+    const std::int32_t length = lengths[static_cast<std::size_t>(seq)];
+    if (length < 0 || length > p.max_context_len)
+      throw_table_fault(p, {TableFault::Kind::context_len, seq, 0, length, 0}, kName);
+    sum += length;
+  }
+  if (p.total_context_len != 0 && p.total_context_len != sum)
+    throw_table_fault(p, {TableFault::Kind::total, 0, 0, sum, 0}, kName);
+}
+
+// [plan]
+/// The plan of an fp8 problem: step 11's, with this step's program (its shape, kShapes) and kernel.
+inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
+                            const DeviceLimits& device) {
+  const Shape shape = kShapes[step10::shape_for(p)];
+  const int warps = step10::warps_for(p, shape);
+  PA_REQUIRE(warps <= 32, kName, "num_q_heads / num_kv_heads",
+             cat("a group of at most ", 32 / parts_for(p.head_dim, shape.part_dims) * kHeadsPerWarp, " heads at head dim ",
+                 p.head_dim, " (one warp per 16 heads, 32 warps a program)"),
+             p.group_size());
+  LaunchPlan out;
+  out.problem = p;
+  out.options = options;
+  out.threads = warps * 32;
+  out.shared_bytes = std::size_t(shape.stages) * stage_floats(p.head_dim, shape.tile) * sizeof(float);
+  with_kernel(p, [&](auto kernel_function, auto, auto) {
+    out.resident_per_sm = out.shared_bytes <= device.shared_per_block_optin
+                              ? resident_programs_per_sm(kernel_function, out.threads, out.shared_bytes, device)
+                              : 0;
+  });
+  step07::require_fits(out, device, kName);
+  const std::int64_t tiles = step11::work_tiles(lengths, p.num_kv_heads, shape.tile);
+  const std::int64_t slots = std::int64_t{device.sm_count} * out.resident_per_sm;
+  const int programs =
+      step11::programs_for(tiles, slots, shape.tile, (step10::kMinTokensPerSplit + shape.tile - 1) / shape.tile, options);
+  std::shared_ptr<const step11::WorkListTables> tables =
+      step11::make_tables(step11::make_schedule(lengths, p.num_kv_heads, shape.tile, programs), p);
+  const step11::Schedule& s = tables->schedule;
+  out.grid[0] = static_cast<unsigned>(s.programs());
+  out.workspace_bytes = step11::pieces_bytes(tables->slots(), p.head_dim);
+  const int parts = parts_for(p.head_dim, shape.part_dims);
+  out.description = cat(describe_launch(out), ", fp8 e4m3 K/V (k_scale ", p.k_scale, ", v_scale ", p.v_scale,
+                        "), a warp for each 16 heads and ", (p.head_dim / 16 + parts - 1) / parts * 16, " channels, tile ",
+                        shape.tile, ", ", shape.stages, " stages, ", out.resident_per_sm, " programs an SM on ", device.name,
+                        "; ", s.tiles, " tiles of ", shape.tile, " tokens, ", (s.tiles + s.programs() - 1) / s.programs(),
+                        " or fewer a program, in ", s.items.size(), " items; ", s.cuts.size(),
+                        " (sequence, KV head) cut into ", s.parts, " pieces",
+                        s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads"));
+  out.tables = std::move(tables);
+  return out;
+}
+// [plan]
+
+/// The plan for a batch with the host copy of its lengths: the checks, then plan_work; a problem
+/// without fp8 K/V gets step 11's plan (step11::plan_work).
+inline LaunchPlan plan_lengths(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
+                               const DeviceLimits& device) {
+  check(p, options);
+  require_lengths(p, lengths);
+  return p.fp8_kv ? plan_work(p, lengths, options, device) : step11::plan_work(p, lengths, options, device);
+}
+
+/// The plan without the lengths: each sequence planned at max_context_len (step 11's rule).
+inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
+  check(p, options);
+  const std::vector<std::int32_t> capacity(static_cast<std::size_t>(p.num_seqs), p.max_context_len);
+  LaunchPlan out = p.fp8_kv ? plan_work(p, capacity, options, device) : step11::plan_work(p, capacity, options, device);
+  out.description += "; the lengths unknown: each planned at max_context_len";
+  return out;
+}
+
+/// launch(), with the fp8 K bytes read as e5m2 when \p planted_e5m2: the planted bug of
+/// tests/test_steps.cpp, which the oracle must catch (built for the emulator only).
+inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stream, bool planted_e5m2) {
+  if (!begin_launch(view, plan, kName)) return;
+  if (!view.problem.fp8_kv) {  // step 11's launch (its begin_launch passes what ours did)
+    PA_REQUIRE(!planted_e5m2, kName, "planted_e5m2", "false for a problem without fp8 K/V", "true");
+    return step11::launch(view, plan, stream);
+  }
+  step05::require_aligned(view, kName);
+  const auto* tables = dynamic_cast<const step11::WorkListTables*>(plan.tables.get());
+  PA_REQUIRE(tables != nullptr, kName, "plan.tables", cat("the work list of a plan that ", kName, " made for this backend"),
+             plan.tables ? "tables of another kind" : "none");
+  const DecodeProblem& p = view.problem;
+  const step11::WorkList work = tables->work_list();
+  const Partials pieces = step11::pieces_in(view.workspace, tables->slots(), p.head_dim);
+  const Fp8Caches caches = fp8_caches(view);
+  auto run = [&](auto kernel, auto storage, auto head_dim) {
+    using T = std::remove_cvref_t<decltype(storage)>;
+    constexpr int D = decltype(head_dim)::value;
+    const DecodeArgs<T> args = fp8_args<T>(view);
+    launch_kernel("step12_fp8_persistent_decode", kernel, dim3(plan.grid[0]), dim3(plan.threads), plan.shared_bytes,
+                  stream, args, caches, work, pieces);
+    if (!tables->schedule.cuts.empty())
+      launch_kernel_overlapped("step12_merge_pieces", step11::merge_pieces<T, D>,
+                               dim3(static_cast<unsigned>(tables->schedule.cuts.size()), static_cast<unsigned>(p.group_size())),
+                               dim3(tables->merge_threads), 0, stream, args, work, pieces);
+  };
+  if constexpr (kBackend == Backend::emulator) {
+    if (planted_e5m2) return with_kernel<true>(p, run);
+  } else {
+    PA_REQUIRE(!planted_e5m2, kName, "planted_e5m2", "false on the GPU (the planted bug is built for the emulator only)",
+               "true");
+  }
+  with_kernel<false>(p, run);
+}
+
+inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) { launch_as(view, plan, stream, false); }
+
+inline KernelEntry entry() {
+  return {12, kName, kBackend, knob_partition, 0, &plan, &launch, false, false, true, &plan_lengths, true};
+}
+
+}  // namespace pa::PA_KERNELS::step12
