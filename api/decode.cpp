@@ -60,21 +60,30 @@ bool ragged(std::span<const std::int32_t> context_lens) {
   return sum > 0 && longest >= kRaggedRatio * sum / static_cast<double>(context_lens.size());
 }
 
-/// One row of the choice: a storage type and a rung to try for it, and whether only for a
-/// ragged batch.
+// fp8 K/V (DecodeProblem::fp8_kv): step 12 is the one rung that reads them; the others refuse.
+constexpr std::string_view kWhyFp8 = "the one rung that reads fp8 e4m3 K/V";
+
+/// One row of the choice: a storage type (of q and the output), whether K/V are fp8, a rung to
+/// try for it, and whether only for a ragged batch.
 struct ChoiceRow {
   DType dtype;
+  bool fp8_kv;
   RungChoice choice;
   bool ragged_only = false;
 };
 
-/// Fastest first: choose_rungs keeps the rows of the problem's storage type (a ragged_only row
-/// only for ragged lengths), in this order.
+/// Fastest first: choose_rungs keeps the rows of the problem's storage type and K/V storage (a
+/// ragged_only row only for ragged lengths), in this order.
 constexpr ChoiceRow kFastestFirst[] = {
-    {DType::bf16, {11, kWhyPersistent}, true}, {DType::f16, {11, kWhyPersistent}, true},
-    {DType::bf16, {10, kWhyTensorCores}},      {DType::f16, {10, kWhyTensorCores}},
-    {DType::bf16, {9, kWhyNextFor16Bit}},      {DType::f16, {9, kWhyNextFor16Bit}},
-    {DType::f32, {9, kWhyF32}},
+    {DType::bf16, true, {12, kWhyFp8}},
+    {DType::f16, true, {12, kWhyFp8}},
+    {DType::bf16, false, {11, kWhyPersistent}, true},
+    {DType::f16, false, {11, kWhyPersistent}, true},
+    {DType::bf16, false, {10, kWhyTensorCores}},
+    {DType::f16, false, {10, kWhyTensorCores}},
+    {DType::bf16, false, {9, kWhyNextFor16Bit}},
+    {DType::f16, false, {9, kWhyNextFor16Bit}},
+    {DType::f32, false, {9, kWhyF32}},
 };
 
 std::string two_digits(int step) { return cat(step < 10 ? "0" : "", step); }
@@ -85,7 +94,8 @@ std::vector<RungChoice> choose_rungs(const DecodeProblem& problem, std::span<con
   const bool is_ragged = ragged(context_lens);
   std::vector<RungChoice> rungs;
   for (const ChoiceRow& row : kFastestFirst)
-    if (row.dtype == problem.dtype && (!row.ragged_only || is_ragged)) rungs.push_back(row.choice);
+    if (row.dtype == problem.dtype && row.fp8_kv == problem.fp8_kv && (!row.ragged_only || is_ragged))
+      rungs.push_back(row.choice);
   return rungs;
 }
 

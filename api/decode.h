@@ -40,7 +40,8 @@ struct RungChoice {
 /// f32 step 09 (step 10 multiplies 16-bit inputs and refuses f32); for bf16 and f16 with ragged
 /// \p context_lens (the host copy of the lengths, one a sequence; the longest at least 1.5 times
 /// the mean), step 11 first, whose work list balances the tokens over the device. The first whose
-/// plan accepts the problem runs. Without lengths (an empty span) step 11 is not chosen.
+/// plan accepts the problem runs. Without lengths (an empty span) step 11 is not chosen. A
+/// problem with fp8 K/V (DecodeProblem::fp8_kv) gets step 12, the one rung that reads them.
 std::vector<RungChoice> choose_rungs(const DecodeProblem& problem, std::span<const std::int32_t> context_lens = {});
 
 /// What plan_decode chose for one problem on one device: the rung, its launch, and why. Copyable;

@@ -455,21 +455,6 @@ inline void check(const DecodeProblem& p, const KernelOptions& options) {
              cat(l.block_stride, "/", l.head_stride, "/", l.token_stride));
 }
 
-/// step11::require_lengths, in this step's name.
-inline void require_lengths(const DecodeProblem& p, std::span<const std::int32_t> lengths) {
-  PA_REQUIRE(lengths.size() == static_cast<std::size_t>(p.num_seqs), kName, "context_lens",
-             cat(p.num_seqs, " lengths, one a sequence (the host copy the plan balances by)"), cat(lengths.size(), " lengths"));
-  std::int64_t sum = 0;
-  for (int seq = 0; seq < p.num_seqs; ++seq) {
-    const std::int32_t length = lengths[static_cast<std::size_t>(seq)];
-    if (length < 0 || length > p.max_context_len)
-      throw_table_fault(p, {TableFault::Kind::context_len, seq, 0, length, 0}, kName);
-    sum += length;
-  }
-  if (p.total_context_len != 0 && p.total_context_len != sum)
-    throw_table_fault(p, {TableFault::Kind::total, 0, 0, sum, 0}, kName);
-}
-
 // [plan]
 /// The plan of an fp8 problem: step 11's, with this step's program (its shape, kShapes) and kernel.
 inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
@@ -518,7 +503,7 @@ inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t
 inline LaunchPlan plan_lengths(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
                                const DeviceLimits& device) {
   check(p, options);
-  require_lengths(p, lengths);
+  validate_lengths(p, lengths, kName);
   return p.fp8_kv ? plan_work(p, lengths, options, device) : step11::plan_work(p, lengths, options, device);
 }
 

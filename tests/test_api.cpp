@@ -72,6 +72,24 @@ TEST_CASE("api: with the host lengths, a ragged batch of bf16 or f16 runs on ste
   REQUIRE(steps_of(pa::choose_rungs(pa::make_workload(spec).problem, spec.context_lens)) == std::vector<int>{9});
 }
 
+TEST_CASE("api: fp8 K/V run on step 12 and match the oracle", "[api]") {
+  for (const DType dtype : {DType::bf16, DType::f16}) {
+    pa::WorkloadSpec spec = pa::debug_spec();
+    spec.dtype = dtype;
+    spec.fp8_kv = true;
+    const pa::Workload workload = pa::make_workload(spec);
+    REQUIRE(steps_of(pa::choose_rungs(workload.problem)) == std::vector<int>{12});
+    REQUIRE(steps_of(pa::choose_rungs(workload.problem, workload.context_lens)) == std::vector<int>{12});
+    const pa::DecodePlan plan = pa::plan_decode(workload.problem, Backend::emulator);
+    REQUIRE(plan.step() == 12);
+    const pa::CompareResult result = pa::check_against_oracle(workload, pa::oracle_rows(workload),
+                                                              decode_with_api(Backend::emulator, workload),
+                                                              plan.kernel().weights_in_storage_type);
+    INFO(plan.description() << ": " << result.summary());
+    REQUIRE(result.ok);
+  }
+}
+
 TEST_CASE("api: plan_decode refuses lengths that are not one a sequence, or out of range", "[api]") {
   const pa::Workload workload = debug_workload(DType::bf16);
   const std::vector<std::int32_t> three(3, 1);
