@@ -38,13 +38,19 @@ using step10::parts_for;
 using step10::Shape;
 
 /// The program shapes, indexed like step 10's (step10::shape_for): 64-token tiles, 64 channels a
-/// warp (128 for a group of more than 16 heads, as step 10's kWideShape). 3 stages where a warp
-/// has 64 channels: nvcc gives that program 222 registers a thread at head dim 128 with a bf16 q
-/// (237 with f16; `-Xptxas -v`, nvcc 13), so registers hold an SM to 4 programs, not step 10's 6,
-/// and a third stage (48 KB a program, 192 KB an SM) keeps two tiles in flight a program: 128 KB
-/// an SM against step 10's 96. A guess from Little's law, not yet a measurement; the wide
-/// programs keep 2 stages.
-inline constexpr Shape kShapes[] = {{64, 64, 3}, {64, 128, 2}, {64, 64, 3}};
+/// warp (128 for a group of more than 16 heads, as step 10's kWideShape), 2 stages: a stage of
+/// fp8 holds as many bytes as step 10's, and 2 stages let shared memory hold 6 programs an SM.
+inline constexpr Shape kShapes[] = {{64, 64, 2}, {64, 128, 2}, {64, 64, 2}};
+
+/// The registers a thread of a program may use (`__maxnreg__`). Left to itself nvcc gives the
+/// program of 64 channels a warp at head dim 128 251 registers (ncu on the H200): 4 programs an
+/// SM, two warps a scheduler, and the loop is bound by its instructions' latency, not by memory.
+/// Held to 168 it fits 6 programs an SM, as step 10's, and `gqa-batch-fp8` ran in 415 µs against
+/// 457 (lab/perf-log.md, v79). Only there: at head dim 256 a warp's q fragments alone take 64
+/// registers, and the wide programs were not measured.
+__host__ __device__ constexpr int register_cap(int head_dim, int part_dims) {
+  return part_dims == 64 && head_dim <= 128 ? 168 : 255;
+}
 
 /// 16-byte units of one token's fp8 row: 16 channels a unit.
 __host__ __device__ constexpr int row_units(int head_dim) { return head_dim / 16; }
@@ -383,7 +389,8 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
 
 /// Step 11's persistent program, its items run by fp8_attend.
 template <class T, int HEAD_DIM, bool PLANTED_E5M2, int TILE, int PART_DIMS, int STAGES>
-__global__ void fp8_persistent_decode(DecodeArgs<T> args, Fp8Caches caches, step11::WorkList work, Partials partials) {
+__global__ void __maxnreg__(register_cap(HEAD_DIM, PART_DIMS))
+    fp8_persistent_decode(DecodeArgs<T> args, Fp8Caches caches, step11::WorkList work, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
   allow_next_kernel();
   const int first = work.first_item[blockIdx.x];

@@ -106,6 +106,7 @@ __device__ __forceinline__ T from_float(float x) {
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __maxnreg__(...)
 #define PA_SHARED(T, name, count) auto name = ::pa::emu::shared_array<T>(#name, (count))
 #define PA_DYNAMIC_SHARED(T, name) auto name = ::pa::emu::dynamic_shared_array<T>(#name)
 #define threadIdx (::pa::emu::thread_idx())
