@@ -398,13 +398,12 @@ inline void check(const DecodeProblem& p, const KernelOptions& options) {
 }
 
 // [plan]
-/// The plan for a checked problem and lengths: step 10's program for the problem (its warps,
-/// shared memory and occupancy), as many programs as programs_for gives, and the work list
-/// make_schedule deals out to them, in memory the plan allocates.
-inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
-                            const DeviceLimits& device) {
-  LaunchPlan out = step10::program_plan(p, options, device, kName, [](const DecodeProblem& q, auto&& f) { step11::with_kernel(q, f); });
-  const int tile = kShapes[shape_for(p)].tile;
+/// Deals \p lengths' tiles of \p tile tokens to as many programs as programs_for gives for the
+/// slots \p out's occupancy leaves (its resident_per_sm), and puts the work list in \p out: its
+/// grid, the workspace of the partials, the tables in memory the plan allocates. Returns the
+/// schedule's clause of the plan's description. Step 12 plans its fp8 programs with it too.
+inline std::string plan_schedule(LaunchPlan& out, const DecodeProblem& p, std::span<const std::int32_t> lengths, int tile,
+                                 const KernelOptions& options, const DeviceLimits& device) {
   const std::int64_t tiles = work_tiles(lengths, p.num_kv_heads, tile);
   const std::int64_t slots = std::int64_t{device.sm_count} * out.resident_per_sm;
   const int programs = programs_for(tiles, slots, tile, (step10::kMinTokensPerSplit + tile - 1) / tile, options);
@@ -412,11 +411,21 @@ inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t
   const Schedule& s = tables->schedule;
   out.grid[0] = static_cast<unsigned>(s.programs());
   out.workspace_bytes = pieces_bytes(tables->slots(), p.head_dim);
-  out.description = cat(describe_launch(out), ", ", step10::describe_program(out, device), "; ", s.tiles, " tiles of ",
-                        tile, " tokens, ", (s.tiles + s.programs() - 1) / s.programs(), " or fewer a program, in ",
-                        s.items.size(), " items; ", s.cuts.size(), " (sequence, KV head) cut into ", s.parts, " pieces",
-                        s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads"));
+  std::string clause = cat(s.tiles, " tiles of ", tile, " tokens, ", (s.tiles + s.programs() - 1) / s.programs(),
+                           " or fewer a program, in ", s.items.size(), " items; ", s.cuts.size(),
+                           " (sequence, KV head) cut into ", s.parts, " pieces",
+                           s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads"));
   out.tables = std::move(tables);
+  return clause;
+}
+
+/// The plan for a checked problem and lengths: step 10's program for the problem (its warps,
+/// shared memory and occupancy), and the work list plan_schedule deals out to its programs.
+inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t> lengths, const KernelOptions& options,
+                            const DeviceLimits& device) {
+  LaunchPlan out = step10::program_plan(p, options, device, kName, [](const DecodeProblem& q, auto&& f) { step11::with_kernel(q, f); });
+  const std::string schedule = plan_schedule(out, p, lengths, kShapes[shape_for(p)].tile, options, device);
+  out.description = cat(describe_launch(out), ", ", step10::describe_program(out, device), "; ", schedule);
   return out;
 }
 // [plan]

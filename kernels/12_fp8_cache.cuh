@@ -483,24 +483,12 @@ inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t
                               : 0;
   });
   step07::require_fits(out, device, kName);
-  const std::int64_t tiles = step11::work_tiles(lengths, p.num_kv_heads, shape.tile);
-  const std::int64_t slots = std::int64_t{device.sm_count} * out.resident_per_sm;
-  const int programs =
-      step11::programs_for(tiles, slots, shape.tile, (step10::kMinTokensPerSplit + shape.tile - 1) / shape.tile, options);
-  std::shared_ptr<const step11::WorkListTables> tables =
-      step11::make_tables(step11::make_schedule(lengths, p.num_kv_heads, shape.tile, programs), p);
-  const step11::Schedule& s = tables->schedule;
-  out.grid[0] = static_cast<unsigned>(s.programs());
-  out.workspace_bytes = step11::pieces_bytes(tables->slots(), p.head_dim);
+  const std::string schedule = step11::plan_schedule(out, p, lengths, shape.tile, options, device);
   const int parts = parts_for(p.head_dim, shape.part_dims);
   out.description = cat(describe_launch(out), ", fp8 e4m3 K/V (k_scale ", p.k_scale, ", v_scale ", p.v_scale,
                         "), a warp for each 16 heads and ", (p.head_dim / 16 + parts - 1) / parts * 16, " channels, tile ",
                         shape.tile, ", ", shape.stages, " stages, ", out.resident_per_sm, " programs an SM on ", device.name,
-                        "; ", s.tiles, " tiles of ", shape.tile, " tokens, ", (s.tiles + s.programs() - 1) / s.programs(),
-                        " or fewer a program, in ", s.items.size(), " items; ", s.cuts.size(),
-                        " (sequence, KV head) cut into ", s.parts, " pieces",
-                        s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads"));
-  out.tables = std::move(tables);
+                        "; ", schedule);
   return out;
 }
 // [plan]
