@@ -388,13 +388,14 @@ inline std::shared_ptr<const WorkListTables> make_tables(Schedule schedule, cons
   return tables;
 }
 
-/// The checks of the problem and the knobs, before the lengths: step 10's, less its split knobs.
-inline void check(const DecodeProblem& p, const KernelOptions& options) {
-  validate(p, kName);
-  require_knobs(options, knob_partition, kName);
-  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kName);
-  step05::require_vector_layout(p, kName);
-  step10::require_16_bit(p, kName);
+/// The checks of the problem and the knobs, before the lengths: step 10's, less its split knobs,
+/// in the name of \p kernel (step 12 runs them in its own).
+inline void check(const DecodeProblem& p, const KernelOptions& options, const char* kernel = kName) {
+  validate(p, kernel);
+  require_knobs(options, knob_partition, kernel);
+  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kernel);
+  step05::require_vector_layout(p, kernel);
+  step10::require_16_bit(p, kernel);
 }
 
 // [plan]

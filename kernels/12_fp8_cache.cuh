@@ -451,11 +451,7 @@ DecodeArgs<T> fp8_args(const DecodeView& view) {
 /// Step 11's checks (step11::check), in this step's name; with fp8 K/V a layout of whole 16-byte
 /// units of fp8 (step 11 asks for units of 16-bit elements).
 inline void check(const DecodeProblem& p, const KernelOptions& options) {
-  validate(p, kName);
-  require_knobs(options, knob_partition, kName);
-  require_head_dim(p.head_dim, {PA_HEAD_DIMS}, kName);
-  step05::require_vector_layout(p, kName);
-  step10::require_16_bit(p, kName);
+  step11::check(p, options, kName);
   const CacheLayout& l = p.layout;
   PA_REQUIRE(!p.fp8_kv || (l.block_stride % 16 == 0 && l.head_stride % 16 == 0 && l.token_stride % 16 == 0), kName,
              "layout strides", "multiples of 16 elements (16-byte copies of fp8)",
