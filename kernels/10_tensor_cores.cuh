@@ -104,6 +104,92 @@ __device__ __forceinline__ void load_query_fragments(const DecodeArgs<T>& args, 
 // [fragments]
 
 // [kernel]
+/// The asynchronous copies of a program's K and V tiles into its stages of shared memory, a
+/// 16-byte unit a copy, so that the lanes of a warp fill whole lines of shared memory from whole
+/// lines of global memory, each copy instruction four of them:
+/// - rows that are whole lines (UNITS a multiple of 8: a head dim that is a multiple of 64 in
+///   16-bit elements): eight lanes copy a token's row, a line at a time, and the warps take the
+///   tile's tokens four at a time in turn (tokens 4w .. 4w+3, then 4(w + warps) ..), so a lane
+///   looks up one page for all the lines of a token;
+/// - other rows (10, 12 or 14 units): thread t copies units t, t + threads, .. of the tile, so
+///   a copy instruction takes 32 consecutive units, 512 bytes of one page's rows (a page of 16
+///   tokens is a whole number of them at head dims 80, 96 and 112), and a lane looks up the page
+///   of each unit.
+/// The program looks a tile's pages up (look_up) a tile before it issues the tile's copies
+/// (issue): pages[] holds them, -1 past the range. \p E is the caches' element type (step 12's
+/// are fp8), UNITS the 16-byte units of a token's row, laid out as swizzle lays out rows of
+/// that many units; a stage is the tile's K rows, then its V rows.
+template <class T, class E, int UNITS, int TILE, int STAGES, int PARTS, class Shared>
+struct TileCopies {
+  static constexpr bool kWholeLines = UNITS % 8 == 0;
+  static constexpr int kTileUnits = TILE * UNITS;  // of a tile's K, and of its V
+  static constexpr int kStage = 2 * kTileUnits * 4;  // floats of a stage
+  static constexpr int kLookups = kWholeLines ? TILE / 4 : (kTileUnits + 32 * PARTS - 1) / (32 * PARTS);
+  static constexpr int kUnitElems = 16 / static_cast<int>(sizeof(E));
+
+  const DecodeArgs<T>& args;
+  const gspan<const E>& keys;
+  const gspan<const E>& values;
+  Shared shared;
+  int seq, kv_head, begin, end, tiles;
+  std::int64_t table_row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;  // the sequence's block table
+
+  /// The token in the tile of this thread's lookup \p j, or -1.
+  __device__ __forceinline__ int token_of(int j) const {
+    if constexpr (kWholeLines) {
+      const int lane = threadIdx.x % 32;
+      const int four = threadIdx.x / 32 + blockDim.x / 32 * j;
+      return four < TILE / 4 ? 4 * four + lane / 8 : -1;
+    } else {
+      const int f = threadIdx.x + blockDim.x * j;
+      return f < kTileUnits ? f / UNITS : -1;
+    }
+  }
+  /// The pages of this thread's lookups in \p tile.
+  __device__ __forceinline__ void look_up(int tile, int (&pages)[kLookups]) const {
+    PA_UNROLL
+    for (int j = 0; j < kLookups; ++j) {
+      const int token = begin + tile * TILE + token_of(j);
+      pages[j] = token_of(j) >= 0 && tile < tiles && token < end
+                     ? args.block_tables[table_row + (args.block_shift >= 0 ? token >> args.block_shift
+                                                                             : token / args.block_size)]
+                     : -1;
+    }
+  }
+  /// The copies of \p tile into stage tile % STAGES, one group (an empty one past the last
+  /// tile, which keeps the count of groups simple).
+  __device__ __forceinline__ void issue(int tile, const int (&pages)[kLookups]) const {
+    if (tile < tiles) {
+      PA_UNROLL
+      for (int j = 0; j < kLookups; ++j) {
+        const int token = token_of(j);
+        if (token < 0) break;
+        const int at = begin + tile * TILE + token;
+        const int slot = args.block_shift >= 0 ? at & (args.block_size - 1) : at % args.block_size;
+        const std::int64_t row = pages[j] >= 0 ? args.kv_offset(pages[j], kv_head, slot) : 0;
+        auto copy = [&](int unit) {  // unit \p unit of the token's K and V rows
+          const auto dst = shared_slot(shared, (tile % STAGES) * kStage + swizzle<UNITS * 8>(token * UNITS + unit) * 4);
+          if (pages[j] >= 0) {
+            copy_async<kUnitElems>(dst, keys, row + kUnitElems * unit);
+            copy_async<kUnitElems>(dst + kTileUnits * 4, values, row + kUnitElems * unit);
+          } else {  // past the range: zeros, so a weight of 0 times V adds 0, not whatever the slot held
+            zero_async(dst, keys);
+            zero_async(dst + kTileUnits * 4, keys);
+          }
+        };
+        if constexpr (kWholeLines) {
+          const int lane = threadIdx.x % 32;
+          PA_UNROLL
+          for (int line = 0; line < UNITS / 8; ++line) copy(lane % 8 + 8 * line);
+        } else {
+          copy((threadIdx.x + blockDim.x * j) % UNITS);
+        }
+      }
+    }
+    async_commit();
+  }
+};
+
 /// The attention of the query-head group of \p kv_head of \p seq over tokens [begin, end), by a
 /// program of one warp for each 16 heads of the group times each part of the head dim (step 10's
 /// program, and step 11's for each item of its work list). When \p direct, the result divided by
@@ -133,68 +219,9 @@ __device__ __forceinline__ void tensor_core_attend(const DecodeArgs<T>& args, in
   unsigned q[HEAD_DIM / 16][4];
   load_query_fragments<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
 
-  // The copies, a 16-byte unit a copy, so that the lanes of a warp fill whole lines of shared
-  // memory from whole lines of global memory, each copy instruction four of them:
-  // - rows that are whole lines (a head dim that is a multiple of 64): eight lanes copy a
-  //   token's row, a line at a time, and the warps take the tile's tokens four at a time in
-  //   turn (tokens 4w .. 4w+3, then 4(w + warps) ..), so a lane looks up one page for all the
-  //   lines of a token;
-  // - other rows (10, 12 or 14 units): thread t copies units t, t + threads, .. of the tile,
-  //   so a copy instruction takes 32 consecutive units, 512 bytes of one page's rows (a page of
-  //   16 tokens is a whole number of them at head dims 80, 96 and 112), and a lane looks up the
-  //   page of each unit.
-  // Pages are looked up a tile ahead (pages[]: -1 past the range).
-  constexpr bool kWholeLines = kUnits % 8 == 0;
-  constexpr int kLookups = kWholeLines ? TILE / 4 : (kTileUnits + 32 * kParts - 1) / (32 * kParts);
-  const std::int64_t table_row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
-  auto token_of = [&](int j) {  // the token in the tile of this thread's lookup j, or -1
-    if constexpr (kWholeLines) {
-      const int four = threadIdx.x / 32 + blockDim.x / 32 * j;
-      return four < TILE / 4 ? 4 * four + lane / 8 : -1;
-    } else {
-      const int f = threadIdx.x + blockDim.x * j;
-      return f < kTileUnits ? f / kUnits : -1;
-    }
-  };
-  auto look_up = [&](int tile, int (&pages)[kLookups]) {
-    PA_UNROLL
-    for (int j = 0; j < kLookups; ++j) {
-      const int token = begin + tile * TILE + token_of(j);
-      pages[j] = token_of(j) >= 0 && tile < tiles && token < end
-                     ? args.block_tables[table_row + (args.block_shift >= 0 ? token >> args.block_shift
-                                                                             : token / args.block_size)]
-                     : -1;
-    }
-  };
-  auto issue = [&](int tile, const int (&pages)[kLookups]) {  // the copies of \p tile into stage tile % STAGES, one group
-    if (tile < tiles) {
-      PA_UNROLL
-      for (int j = 0; j < kLookups; ++j) {
-        const int token = token_of(j);
-        if (token < 0) break;
-        const int at = begin + tile * TILE + token;
-        const int slot = args.block_shift >= 0 ? at & (args.block_size - 1) : at % args.block_size;
-        const std::int64_t row = pages[j] >= 0 ? args.kv_offset(pages[j], kv_head, slot) : 0;
-        auto copy = [&](int unit) {  // unit \p unit of the token's K and V rows
-          const auto dst = shared_slot(shared, (tile % STAGES) * kStage + swizzle<HEAD_DIM>(token * kUnits + unit) * 4);
-          if (pages[j] >= 0) {
-            copy_async<8>(dst, args.key_cache, row + 8 * unit);
-            copy_async<8>(dst + kTileUnits * 4, args.value_cache, row + 8 * unit);
-          } else {  // past the range: zeros, so a weight of 0 times V adds 0, not whatever the slot held
-            zero_async(dst, args.key_cache);
-            zero_async(dst + kTileUnits * 4, args.key_cache);
-          }
-        };
-        if constexpr (kWholeLines) {
-          PA_UNROLL
-          for (int line = 0; line < kUnits / 8; ++line) copy(lane % 8 + 8 * line);
-        } else {
-          copy((threadIdx.x + blockDim.x * j) % kUnits);
-        }
-      }
-    }
-    async_commit();  // an empty group past the last tile keeps the count simple
-  };
+  // The copies (TileCopies), pages looked up a tile ahead.
+  const TileCopies<T, T, kUnits, TILE, STAGES, kParts, Shared> copies{args, args.key_cache, args.value_cache, shared,
+                                                                      seq, kv_head, begin, end, tiles};
 
   // Row r of this lane's fragments is head rows_first + r; e = 0, 1 of an accumulator are row
   // c_row(lane, 0), e = 2, 3 row c_row(lane, 0) + 8. The row state is kept per row; a row's sum
@@ -210,20 +237,20 @@ __device__ __forceinline__ void tensor_core_attend(const DecodeArgs<T>& args, in
       for (int e = 0; e < 4; ++e) o[i][h][e] = 0.0f;
   const float scale = args.scale * step09::kLog2e;  // scores in base 2: each weight is one ex2
 
-  int pages[kLookups];
+  int pages[decltype(copies)::kLookups];
   PA_UNROLL
   for (int tile = 0; tile < STAGES - 1; ++tile) {
-    look_up(tile, pages);
-    issue(tile, pages);
+    copies.look_up(tile, pages);
+    copies.issue(tile, pages);
   }
-  look_up(STAGES - 1, pages);  // the pages of the tile issued next
+  copies.look_up(STAGES - 1, pages);  // the pages of the tile issued next
   for (int tile = 0; tile < tiles; ++tile) {
     // The copies of tile + STAGES - 1 go out before the wait for this tile, so STAGES tiles are
     // in flight while the program waits; they refill the stage the last tile used, which the
     // first barrier frees. The second barrier: everyone's copies of this tile have landed.
     __syncthreads();
-    issue(tile + STAGES - 1, pages);
-    look_up(tile + STAGES, pages);  // its latency hides behind this tile's wait and arithmetic
+    copies.issue(tile + STAGES - 1, pages);
+    copies.look_up(tile + STAGES, pages);  // its latency hides behind this tile's wait and arithmetic
     async_wait<STAGES - 1>();       // this thread's copies of `tile` have landed
     __syncthreads();
     const int k_tile = (tile % STAGES) * kStage;

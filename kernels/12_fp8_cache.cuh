@@ -184,58 +184,9 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   unsigned q[HEAD_DIM / 16][4];
   const float q_unscale = load_query_f16<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
 
-  // The copies, as step 10's (its comment says why), with rows of kUnits 16-byte units.
-  constexpr bool kWholeLines = kUnits % 8 == 0;
-  constexpr int kLookups = kWholeLines ? TILE / 4 : (kTileUnits + 32 * kParts - 1) / (32 * kParts);
-  const std::int64_t table_row = static_cast<std::int64_t>(seq) * args.max_blocks_per_seq;
-  auto token_of = [&](int j) {
-    if constexpr (kWholeLines) {
-      const int four = threadIdx.x / 32 + blockDim.x / 32 * j;
-      return four < TILE / 4 ? 4 * four + lane / 8 : -1;
-    } else {
-      const int f = threadIdx.x + blockDim.x * j;
-      return f < kTileUnits ? f / kUnits : -1;
-    }
-  };
-  auto look_up = [&](int tile, int (&pages)[kLookups]) {
-    PA_UNROLL
-    for (int j = 0; j < kLookups; ++j) {
-      const int token = begin + tile * TILE + token_of(j);
-      pages[j] = token_of(j) >= 0 && tile < tiles && token < end
-                     ? args.block_tables[table_row + (args.block_shift >= 0 ? token >> args.block_shift
-                                                                             : token / args.block_size)]
-                     : -1;
-    }
-  };
-  auto issue = [&](int tile, const int (&pages)[kLookups]) {
-    if (tile < tiles) {
-      PA_UNROLL
-      for (int j = 0; j < kLookups; ++j) {
-        const int token = token_of(j);
-        if (token < 0) break;
-        const int at = begin + tile * TILE + token;
-        const int slot = args.block_shift >= 0 ? at & (args.block_size - 1) : at % args.block_size;
-        const std::int64_t row = pages[j] >= 0 ? args.kv_offset(pages[j], kv_head, slot) : 0;
-        auto copy = [&](int unit) {
-          const auto dst = shared_slot(shared, (tile % STAGES) * kStage + swizzle<HEAD_DIM>(token * kUnits + unit) * 4);
-          if (pages[j] >= 0) {
-            copy_async<16>(dst, caches.keys, row + 16 * unit);
-            copy_async<16>(dst + kTileUnits * 4, caches.values, row + 16 * unit);
-          } else {  // past the range: zeros (e4m3 0), so a weight of 0 times V adds 0
-            zero_async(dst, caches.keys);
-            zero_async(dst + kTileUnits * 4, caches.keys);
-          }
-        };
-        if constexpr (kWholeLines) {
-          PA_UNROLL
-          for (int line = 0; line < kUnits / 8; ++line) copy(lane % 8 + 8 * line);
-        } else {
-          copy((threadIdx.x + blockDim.x * j) % kUnits);
-        }
-      }
-    }
-    async_commit();
-  };
+  // The copies: step 10's, with rows of kUnits 16-byte units of fp8.
+  const step10::TileCopies<T, e4m3, kUnits, TILE, STAGES, kParts, Shared> copies{args, caches.keys, caches.values, shared,
+                                                                                 seq, kv_head, begin, end, tiles};
 
   float running_max[2] = {-INFINITY, -INFINITY};
   float running_sum[2] = {0.0f, 0.0f};
@@ -251,17 +202,17 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   // Scores in base 2; k_scale and the inverse of q's factor join the softmax scale.
   const float scale = args.scale * caches.k_scale * q_unscale * step09::kLog2e;
 
-  int pages[kLookups];
+  int pages[decltype(copies)::kLookups];
   PA_UNROLL
   for (int tile = 0; tile < STAGES - 1; ++tile) {
-    look_up(tile, pages);
-    issue(tile, pages);
+    copies.look_up(tile, pages);
+    copies.issue(tile, pages);
   }
-  look_up(STAGES - 1, pages);
+  copies.look_up(STAGES - 1, pages);
   for (int tile = 0; tile < tiles; ++tile) {
     __syncthreads();
-    issue(tile + STAGES - 1, pages);
-    look_up(tile + STAGES, pages);
+    copies.issue(tile + STAGES - 1, pages);
+    copies.look_up(tile + STAGES, pages);
     async_wait<STAGES - 1>();
     __syncthreads();
     const int k_tile = (tile % STAGES) * kStage;
