@@ -100,13 +100,18 @@ int main(int argc, char** argv) {
     } else if (flag == "--kernel-steps") {  // for scripts: the program of every step with a kernel, in order
       for (int step : pa::kernel_steps()) std::printf("%s\n", pa::kernel(step, pa::Backend::emulator).name);
       return 0;
+    } else if (flag == "--fp8-kv-steps") {  // for scripts: the program of every step that runs fp8 K/V
+      for (int step : pa::kernel_steps())
+        if (pa::kernel(step, pa::Backend::emulator).runs_fp8_kv) std::printf("%s\n", pa::kernel(step, pa::Backend::emulator).name);
+      return 0;
     } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: %s [--no-gpu | --gpu-status | --kernel-steps]\n"
+      std::printf("usage: %s [--no-gpu | --gpu-status | --kernel-steps | --fp8-kv-steps]\n"
                   "Runs every step in order on the tour workload and prints one table, its legend and what\n"
                   "to read next. The tour has no knobs: each step's program has its own (--help there).\n"
                   "--no-gpu         the emulator only, even where a GPU is present.\n"
                   "--gpu-status     prints the GPU the GPU path would use, or why there is none.\n"
-                  "--kernel-steps   prints the program of every step with a kernel, one a line, in order.\n",
+                  "--kernel-steps   prints the program of every step with a kernel, one a line, in order.\n"
+                  "--fp8-kv-steps   the same for the steps whose kernel reads fp8 e4m3 K/V.\n",
                   argv[0]);
       return 0;
     } else {
