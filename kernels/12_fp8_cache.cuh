@@ -20,8 +20,8 @@
 ///   ends at 65504; the power goes back into the scale, exactly). The weights P are f16.
 /// - The scales cost nothing in the loop: k_scale joins the softmax scale, v_scale multiplies
 ///   the accumulators once at the end.
-/// - A tile is 64 tokens (step 10's 32): a stage then holds as many bytes as step 10's; 3 stages
-///   (kShapes says why).
+/// - A program is one warp of 128 channels on 32-token tiles where step 10's has two of 64:
+///   one warp computes the scores and converts K once (kShapes says what that saves).
 /// A problem whose K/V are not fp8 runs as step 11.
 ///
 ///     build/current/steps/step12_fp8_cache --help
@@ -37,19 +37,30 @@ using step10::kHeadsPerWarp;
 using step10::parts_for;
 using step10::Shape;
 
-/// The program shapes, indexed like step 10's (step10::shape_for): 64-token tiles, 64 channels a
-/// warp (128 for a group of more than 16 heads, as step 10's kWideShape), 2 stages: a stage of
-/// fp8 holds as many bytes as step 10's, and 2 stages let shared memory hold 6 programs an SM.
-inline constexpr Shape kShapes[] = {{64, 64, 2}, {64, 128, 2}, {64, 64, 2}};
+/// The program shapes, indexed like step 10's (step10::shape_for): one warp of 128 channels on
+/// 32-token tiles (at head dim 256 two), 2 stages; for a group of more than 16 heads 64-token
+/// tiles (a warp for each 16 heads already); at head dim 112 step 10's tile of 64 with 64 channels
+/// a warp. The warp that holds all of a head's channels computes q·Kᵀ and converts K once for the
+/// program, where two warps of 64 channels each did both: on the H200 `gqa-batch-fp8` took 301 µs
+/// against 417 with {64, 64, 2} (133.6 M warp instructions against 198.9 M), 152 against 155 at
+/// head dim 64, 181 against 237 at 80, 667 against 1140 at 256 (lab/perf-log.md, v81).
+inline constexpr Shape kShapes[] = {{32, 128, 2}, {64, 128, 2}, {64, 64, 2}};
 
-/// The registers a thread of a program may use (`__maxnreg__`). Left to itself nvcc gives the
-/// program of 64 channels a warp at head dim 128 251 registers (ncu on the H200): 4 programs an
-/// SM, two warps a scheduler, and the loop is bound by its instructions' latency, not by memory.
-/// Held to 168 it fits 6 programs an SM, as step 10's, and `gqa-batch-fp8` ran in 415 µs against
-/// 457 (lab/perf-log.md, v79). Only there: at head dim 256 a warp's q fragments alone take 64
-/// registers, and the wide programs were not measured.
-__host__ __device__ constexpr int register_cap(int head_dim, int part_dims) {
-  return part_dims == 64 && head_dim <= 128 ? 168 : 255;
+/// Registers a warp's fragments take: q's A fragments (head_dim / 4), a tile's scores (tile / 2)
+/// and its output channels' accumulators (half its channels).
+__host__ __device__ constexpr int fragment_registers(int head_dim, int tile, int part_dims) {
+  return head_dim / 4 + tile / 2 + (part_dims < head_dim ? part_dims : head_dim) / 2;
+}
+
+/// The registers a thread of a program may use (`__maxnreg__`): 168 where its fragments take at
+/// most 112, else as many as nvcc likes. Left to itself nvcc gives the shapes of head dim 128 up to
+/// 251 registers (ncu on the H200): 4 programs an SM, and the loop is bound by its instructions'
+/// latency. Held to 168, 6 programs of {64, 64, 2} fit an SM (415 µs against 457 on
+/// `gqa-batch-fp8`, v79) and 12 of {32, 128, 2}. Where the fragments take more (128 for 32 heads
+/// at head dim 128 on 64-token tiles, 144 at head dim 256) the cap spills: group 32 took 733 µs
+/// capped against 507 (v81).
+__host__ __device__ constexpr int register_cap(int head_dim, int tile, int part_dims) {
+  return fragment_registers(head_dim, tile, part_dims) <= 112 ? 168 : 255;
 }
 
 /// 16-byte units of one token's fp8 row: 16 channels a unit.
@@ -340,7 +351,7 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
 
 /// Step 11's persistent program, its items run by fp8_attend.
 template <class T, int HEAD_DIM, bool PLANTED_E5M2, int TILE, int PART_DIMS, int STAGES>
-__global__ void __maxnreg__(register_cap(HEAD_DIM, PART_DIMS))
+__global__ void __maxnreg__(register_cap(HEAD_DIM, TILE, PART_DIMS))
     fp8_persistent_decode(DecodeArgs<T> args, Fp8Caches caches, step11::WorkList work, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
   allow_next_kernel();
