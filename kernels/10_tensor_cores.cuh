@@ -206,8 +206,10 @@ __device__ __forceinline__ void tensor_core_attend(const DecodeArgs<T>& args, in
   constexpr int kParts = parts_for(HEAD_DIM, PART_DIMS);      // warps that share a tile's P·V
   constexpr int kMyBlocks = (kBlocks + kParts - 1) / kParts;  // a warp's blocks: part, part + kParts, ...
   constexpr int kUnits = row_units(HEAD_DIM);
-  constexpr int kTileUnits = TILE * kUnits;                          // of a tile's K, and of its V
-  constexpr int kStage = stage_floats(HEAD_DIM, TILE);
+  using Copies = TileCopies<T, T, kUnits, TILE, STAGES, kParts, Shared>;
+  static_assert(Copies::kStage == stage_floats(HEAD_DIM, TILE), "a stage as shared_bytes() sizes it");
+  constexpr int kTileUnits = Copies::kTileUnits;  // of a tile's K, and of its V
+  constexpr int kStage = Copies::kStage;
   const int tiles = (end - begin + TILE - 1) / TILE;
 
   const int lane = threadIdx.x % 32;
@@ -220,8 +222,7 @@ __device__ __forceinline__ void tensor_core_attend(const DecodeArgs<T>& args, in
   load_query_fragments<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
 
   // The copies (TileCopies), pages looked up a tile ahead.
-  const TileCopies<T, T, kUnits, TILE, STAGES, kParts, Shared> copies{args, args.key_cache, args.value_cache, shared,
-                                                                      seq, kv_head, begin, end, tiles};
+  const Copies copies{args, args.key_cache, args.value_cache, shared, seq, kv_head, begin, end, tiles};
 
   // Row r of this lane's fragments is head rows_first + r; e = 0, 1 of an accumulator are row
   // c_row(lane, 0), e = 2, 3 row c_row(lane, 0) + 8. The row state is kept per row; a row's sum
@@ -237,7 +238,7 @@ __device__ __forceinline__ void tensor_core_attend(const DecodeArgs<T>& args, in
       for (int e = 0; e < 4; ++e) o[i][h][e] = 0.0f;
   const float scale = args.scale * step09::kLog2e;  // scores in base 2: each weight is one ex2
 
-  int pages[decltype(copies)::kLookups];
+  int pages[Copies::kLookups];
   PA_UNROLL
   for (int tile = 0; tile < STAGES - 1; ++tile) {
     copies.look_up(tile, pages);

@@ -182,8 +182,10 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   constexpr int kParts = parts_for(HEAD_DIM, PART_DIMS);
   constexpr int kMyBlocks = (kBlocks + kParts - 1) / kParts;
   constexpr int kUnits = row_units(HEAD_DIM);
-  constexpr int kTileUnits = TILE * kUnits;
-  constexpr int kStage = stage_floats(HEAD_DIM, TILE);
+  using Copies = step10::TileCopies<T, e4m3, kUnits, TILE, STAGES, kParts, Shared>;
+  static_assert(Copies::kStage == stage_floats(HEAD_DIM, TILE), "a stage as shared_bytes() sizes it");
+  constexpr int kTileUnits = Copies::kTileUnits;  // of a tile's K, and of its V
+  constexpr int kStage = Copies::kStage;
   const int tiles = (end - begin + TILE - 1) / TILE;
 
   const int lane = threadIdx.x % 32;
@@ -196,8 +198,7 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   const float q_unscale = load_query_f16<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
 
   // The copies: step 10's, with rows of kUnits 16-byte units of fp8.
-  const step10::TileCopies<T, e4m3, kUnits, TILE, STAGES, kParts, Shared> copies{args, caches.keys, caches.values, shared,
-                                                                                 seq, kv_head, begin, end, tiles};
+  const Copies copies{args, caches.keys, caches.values, shared, seq, kv_head, begin, end, tiles};
 
   float running_max[2] = {-INFINITY, -INFINITY};
   float running_sum[2] = {0.0f, 0.0f};
@@ -213,7 +214,7 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   // Scores in base 2; k_scale and the inverse of q's factor join the softmax scale.
   const float scale = args.scale * caches.k_scale * q_unscale * step09::kLog2e;
 
-  int pages[decltype(copies)::kLookups];
+  int pages[Copies::kLookups];
   PA_UNROLL
   for (int tile = 0; tile < STAGES - 1; ++tile) {
     copies.look_up(tile, pages);
