@@ -237,59 +237,23 @@ __global__ void persistent_decode(DecodeArgs<T> args, WorkList work, Partials pa
 // [kernel]
 
 // [merge]
-/// Adds a piece (its max, its sum and acc relative to that max) to a running (max, sum, acc):
-/// both are rescaled to the larger max, in base 2 as the pieces' maxes are. A piece with sum 0
-/// (no tokens) adds nothing; a NaN in one reaches the result.
-__device__ __forceinline__ void add_piece(float& max, float& sum, float& acc, float piece_max, float piece_sum,
-                                          float piece_acc) {
-  if (piece_sum == 0.0f) return;
-  const float merged = fmaxf(max, piece_max);
-  const float keep = exp2f(max - merged);  // 0 for the first piece (max -inf)
-  const float take = exp2f(piece_max - merged);
-  sum = sum * keep + piece_sum * take;
-  acc = acc * keep + piece_acc * take;
-  max = merged;
-}
-
-/// The most threads a merge program has; its threads are slices of head_dim, one a channel each.
-inline constexpr int kMergeThreads = 512;
-
-/// Program (cut pair c, head h of its group), slices of HEAD_DIM threads, one a channel: combines
-/// the pair's pieces for that head and writes its output row. Slice j adds pieces j, j + slices,
-/// .. as they come (add_piece), then slice 0 adds the slices in order: the same bits every run.
-/// Launched overlapped with persistent_decode: it reads its cut pair (the plan's) at once and
-/// the partials after the wait.
+/// Program (cut pair c, head h of its group, channels 32z .. 32z + 31): step 10's one-round merge
+/// (step10::merge_row) of the pair's pieces for that head, in token order, to the output row.
+/// Launched overlapped with persistent_decode: it reads its cut pair (the plan's) at once and the
+/// partials after the wait.
 template <class T, int HEAD_DIM>
 __global__ void merge_pieces(DecodeArgs<T> args, WorkList work, Partials pieces) {
-  PA_SHARED(float, slice_maxes, kMergeThreads / 64);
-  PA_SHARED(float, slice_sums, kMergeThreads / 64);
-  PA_SHARED(float, slice_accs, kMergeThreads);  // [slices][HEAD_DIM]
+  PA_SHARED(float, slice_maxes, step10::kMergeSlices);
+  PA_SHARED(float, slice_sums, step10::kMergeSlices);
+  PA_SHARED(float, slice_accs, step10::kMergeSlices * step10::kMergeChannels);
   const Vec<std::int32_t, 4> cut = load_vec<4>(work.cuts, std::int64_t{blockIdx.x} * kCutInts);  // seq, kv_head, first_part, pieces
   const int head = blockIdx.y;
   const int group_size = args.group_size();
-  const int slices = static_cast<int>(blockDim.x) / HEAD_DIM;
-  const int slice = threadIdx.x / HEAD_DIM;
-  const int d = threadIdx.x % HEAD_DIM;
+  const std::int64_t row = static_cast<std::int64_t>(cut.v[0]) * args.num_q_heads + cut.v[1] * group_size + head;
   wait_for_previous_kernel();  // the partials are complete from here
-  float max = -INFINITY, sum = 0.0f, acc = 0.0f;
-  if (slice < slices) {
-    PA_UNROLL_BY(4)  // four pieces' loads in flight, not one after another
-    for (int i = slice; i < cut.v[3]; i += slices) {
-      const std::int64_t slot = std::int64_t{cut.v[2] + i} * group_size + head;
-      add_piece(max, sum, acc, pieces.maxes[slot], pieces.sums[slot], pieces.accs[slot * HEAD_DIM + d]);
-    }
-    slice_accs[slice * HEAD_DIM + d] = acc;
-    if (d == 0) {
-      slice_maxes[slice] = max;
-      slice_sums[slice] = sum;
-    }
-  }
-  __syncthreads();
-  if (slice == 0) {
-    for (int j = 1; j < slices; ++j) add_piece(max, sum, acc, slice_maxes[j], slice_sums[j], slice_accs[j * HEAD_DIM + d]);
-    const std::int64_t row = static_cast<std::int64_t>(cut.v[0]) * args.num_q_heads + cut.v[1] * group_size + head;
-    args.out[row * HEAD_DIM + d] = from_float<T>(sum == 0.0f ? 0.0f : acc / sum);
-  }
+  step10::merge_row<T, HEAD_DIM>(args.out, row, pieces, cut.v[3],
+                                 [&](int i) { return std::int64_t{cut.v[2] + i} * group_size + head; }, slice_maxes,
+                                 slice_sums, slice_accs);
 }
 // [merge]
 
@@ -377,9 +341,7 @@ inline std::shared_ptr<const WorkListTables> make_tables(Schedule schedule, cons
     ints.insert(ints.end(), {cut.seq, cut.kv_head, cut.first_part, cut.pieces});
     most_pieces = std::max(most_pieces, cut.pieces);
   }
-  // A slice a head dim of threads for each 8 pieces of the most cut pair, up to kMergeThreads.
-  const int slices = std::clamp((most_pieces + 7) / 8, 1, kMergeThreads / p.head_dim);
-  tables->merge_threads = schedule.cuts.empty() ? 0 : (slices * p.head_dim + 31) / 32 * 32;
+  tables->merge_threads = schedule.cuts.empty() ? 0 : step10::merge_slices(most_pieces) * step10::kMergeChannels;
   tables->schedule = std::move(schedule);
   if constexpr (kBackend == Backend::cuda) {
     tables->device = gpu::Buffer(ints.size() * sizeof(std::int32_t), cat(kName, " work list"));
@@ -415,7 +377,7 @@ inline std::string plan_schedule(LaunchPlan& out, const DecodeProblem& p, std::s
   std::string clause = cat(s.tiles, " tiles of ", tile, " tokens, ", (s.tiles + s.programs() - 1) / s.programs(),
                            " or fewer a program, in ", s.items.size(), " items; ", s.cuts.size(),
                            " (sequence, KV head) cut into ", s.parts, " pieces",
-                           s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads"));
+                           s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads (a query head and 32 channels each)"));
   out.tables = std::move(tables);
   return clause;
 }
@@ -466,7 +428,7 @@ inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream)
                   args, work, pieces);
     if (!tables->schedule.cuts.empty())
       launch_kernel_overlapped("step11_merge_pieces", merge_pieces<T, D>,
-                               dim3(static_cast<unsigned>(tables->schedule.cuts.size()), static_cast<unsigned>(p.group_size())),
+                               step10::merge_grid(tables->schedule.cuts.size(), p.group_size(), D),
                                dim3(tables->merge_threads), 0, stream, args, work, pieces);
   });
 }

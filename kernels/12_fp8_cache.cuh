@@ -149,8 +149,8 @@ __device__ __forceinline__ void key_registers(unsigned k, unsigned (&b)[2]) {
     b[0] = (k & 0xffu) << 8 | (k & 0xff00u) << 16;
     b[1] = (k & 0xff0000u) >> 8 | (k & 0xff000000u);
   } else {
-    b[0] = e4m3x2_to_f16x2(k);
-    b[1] = e4m3x2_to_f16x2(k >> 16);
+    b[0] = e4m3x2_to_f16x2<0>(k);
+    b[1] = e4m3x2_to_f16x2<1>(k);
   }
 }
 
@@ -159,10 +159,73 @@ __device__ __forceinline__ void key_registers(unsigned k, unsigned (&b)[2]) {
 /// channel 2g (\p even) and 2g+1 (\p odd), tokens 2t and 2t+1 each: B registers of P·V.
 __device__ __forceinline__ void value_registers(unsigned v, unsigned& even, unsigned& odd) {
   const unsigned by_channel = byte_perm(v, 0u, 0x3120u);  // V[2t][2g], V[2t+1][2g], V[2t][2g+1], V[2t+1][2g+1]
-  even = e4m3x2_to_f16x2(by_channel);
-  odd = e4m3x2_to_f16x2(by_channel >> 16);
+  even = e4m3x2_to_f16x2<0>(by_channel);
+  odd = e4m3x2_to_f16x2<1>(by_channel);
 }
 // [fragments]
+
+// [copies]
+/// Step 10's copies (step10::TileCopies) of fp8 rows, with the address arithmetic cut for a
+/// program held to register_cap's registers. An fp8 row is half the bytes of a 16-bit one, so a
+/// lookup's addresses are twice the share of the instructions a byte they are in step 10; here
+/// - the block size's test (a power of two or not) is made once a tile, and each case has its
+///   own loop, where step 10 tests it once a lookup;
+/// - a slot past the range is one `cp.async` with its source ignored (copy_async_or_zero), from
+///   the slot's row in page 0, which exists, where step 10 branches to a copy or a zero fill.
+/// Step 10's program keeps its form: there nvcc gives these loops 189 registers at head dim 128
+/// (168 in step 10's form; 4 programs an SM instead of 6) and spills at 256, and its program is
+/// not capped (lab/perf-log.md, v82).
+template <class T, int UNITS, int TILE, int STAGES, int PARTS, class Shared>
+struct Fp8Copies : step10::TileCopies<T, e4m3, UNITS, TILE, STAGES, PARTS, Shared> {
+  using Base = step10::TileCopies<T, e4m3, UNITS, TILE, STAGES, PARTS, Shared>;
+  using Base::kLookups, Base::kStage, Base::kTileUnits, Base::kUnitElems;
+  using Base::args, Base::begin, Base::end, Base::keys, Base::kv_head, Base::shared, Base::table_row, Base::tiles,
+      Base::token_of, Base::values;
+
+  /// The pages of this thread's lookups in \p tile, -1 past the range (a tile past the last is
+  /// wholly past it).
+  __device__ __forceinline__ void look_up(int tile, int (&pages)[kLookups]) const {
+    const int first = begin + tile * TILE;
+    auto each = [&](auto page_of) {
+      PA_UNROLL
+      for (int j = 0; j < kLookups; ++j) {
+        const int token = token_of(j);
+        const int at = first + token;
+        pages[j] = token >= 0 && at < end ? args.block_tables[table_row + page_of(at)] : -1;
+      }
+    };
+    if (args.block_shift >= 0) each([&](int at) { return at >> args.block_shift; });
+    else each([&](int at) { return at / args.block_size; });
+  }
+  /// The copies of \p tile into stage tile % STAGES, one group (an empty one past the last
+  /// tile). Per lookup: the token's slot in its page, its row, and one copy or zero fill a unit
+  /// of K and of V at constant offsets from the row.
+  __device__ __forceinline__ void issue(int tile, const int (&pages)[kLookups]) const {
+    if (tile < tiles) {
+      const int first = begin + tile * TILE;
+      const int stage = (tile % STAGES) * kStage;
+      auto each = [&](auto slot_of) {
+        PA_UNROLL
+        for (int j = 0; j < kLookups; ++j) {
+          const int token = token_of(j);
+          if (token < 0) break;
+          const bool valid = pages[j] >= 0;
+          const std::int64_t row = args.kv_offset(valid ? pages[j] : 0, kv_head, slot_of(first + token));
+          auto copy = [&](int unit) {  // unit \p unit of the token's K and V rows
+            const auto dst = shared_slot(shared, stage + step10::swizzle<UNITS * 8>(token * UNITS + unit) * 4);
+            copy_async_or_zero<kUnitElems>(dst, keys, row + kUnitElems * unit, valid);
+            copy_async_or_zero<kUnitElems>(dst + kTileUnits * 4, values, row + kUnitElems * unit, valid);
+          };
+          Base::for_units(j, copy);
+        }
+      };
+      if (args.block_shift >= 0) each([&](int at) { return at & (args.block_size - 1); });
+      else each([&](int at) { return at % args.block_size; });
+    }
+    async_commit();
+  }
+};
+// [copies]
 
 // [kernel]
 /// Step 10's pass (step10::tensor_core_attend) over fp8 K/V: the attention of the query-head
@@ -182,7 +245,7 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   constexpr int kParts = parts_for(HEAD_DIM, PART_DIMS);
   constexpr int kMyBlocks = (kBlocks + kParts - 1) / kParts;
   constexpr int kUnits = row_units(HEAD_DIM);
-  using Copies = step10::TileCopies<T, e4m3, kUnits, TILE, STAGES, kParts, Shared>;
+  using Copies = Fp8Copies<T, kUnits, TILE, STAGES, kParts, Shared>;
   static_assert(Copies::kStage == stage_floats(HEAD_DIM, TILE), "a stage as shared_bytes() sizes it");
   constexpr int kTileUnits = Copies::kTileUnits;  // of a tile's K, and of its V
   constexpr int kStage = Copies::kStage;
@@ -197,8 +260,8 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   unsigned q[HEAD_DIM / 16][4];
   const float q_unscale = load_query_f16<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
 
-  // The copies: step 10's, with rows of kUnits 16-byte units of fp8.
-  const Copies copies{args, caches.keys, caches.values, shared, seq, kv_head, begin, end, tiles};
+  // The copies (Fp8Copies), rows of kUnits 16-byte units of fp8.
+  const Copies copies{{args, caches.keys, caches.values, shared, seq, kv_head, begin, end, tiles}};
 
   float running_max[2] = {-INFINITY, -INFINITY};
   float running_sum[2] = {0.0f, 0.0f};
@@ -494,7 +557,7 @@ inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stre
                   stream, args, caches, work, pieces);
     if (!tables->schedule.cuts.empty())
       launch_kernel_overlapped("step12_merge_pieces", step11::merge_pieces<T, D>,
-                               dim3(static_cast<unsigned>(tables->schedule.cuts.size()), static_cast<unsigned>(p.group_size())),
+                               step10::merge_grid(tables->schedule.cuts.size(), p.group_size(), D),
                                dim3(tables->merge_threads), 0, stream, args, work, pieces);
   };
   if constexpr (kBackend == Backend::emulator) {

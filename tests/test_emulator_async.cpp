@@ -27,6 +27,21 @@ __global__ void stage_own_slot(gspan<const float> input, gspan<float> output, in
   store_vec(output, tid * 4, load_shared_vec<float, 4>(staged, tid * 4));
 }
 
+/// Each thread copies its 4 floats of \p input into its slot of `staged` with copy_async_or_zero,
+/// valid for every thread but \p invalid_thread, whose index is \p invalid_index; waits and
+/// writes the slot to \p output.
+__global__ void stage_or_zero(gspan<const float> input, gspan<float> output, int invalid_thread,
+                              std::int64_t invalid_index) {
+  PA_DYNAMIC_SHARED(float, staged);
+  const int tid = threadIdx.x;
+  const bool valid = tid != invalid_thread;
+  copy_async_or_zero<4>(shared_slot(staged, tid * 4), input, valid ? tid * 4 : invalid_index, valid);
+  async_commit();
+  async_wait<0>();
+  store_vec(output, tid * 4, load_shared_vec<float, 4>(staged, tid * 4));
+}
+constexpr int kStageOrZeroCopy = __LINE__ - 5;  // the copy_async_or_zero above
+
 /// Each thread streams \p tiles tiles of 4 floats through a ring of kStages slots of its own, the
 /// copies kStages - 1 tiles ahead: wait for the tile, add it up, then issue the copy of the tile
 /// kStages - 1 further on into the slot just used. At the wait the thread has committed the
@@ -206,6 +221,31 @@ TEST_CASE("emulator async copies: the data lands at the wait, zero fills give ze
   // The global reads happen when a copy is issued; the zero fill reads nothing.
   CHECK(pa::emu::counters().tensors.at("input").accesses == 2 * 31);
   CHECK(pa::emu::counters().tensors.at("input").bytes_read == 2 * 31 * 16);
+}
+
+TEST_CASE("emulator async copies: copy_async_or_zero copies, or fills zeros and reads nothing", "[emulator][async]") {
+  const std::vector<float> input = ramp(32 * 4);
+  std::vector<float> output(32 * 4, -7.0f);
+  auto launch = [&](std::int64_t invalid_index) {
+    launch_kernel("stage_or_zero", stage_or_zero, dim3(1), dim3(32), 32 * 4 * sizeof(float), nullptr,
+                  gspan<const float>(input.data(), 32 * 4, "input"), gspan<float>(output.data(), 32 * 4, "output"), 9,
+                  invalid_index);
+  };
+  pa::emu::reset_counters();
+  launch(0);  // thread 9's copy names element 0, which exists, and reads nothing
+  for (int t = 0; t < 32; ++t) {
+    for (int e = 0; e < 4; ++e) {
+      CAPTURE(t, e);
+      if (t == 9) CHECK(pa::float_bits(output[t * 4 + e]) == 0u);  // +0.0: zero bytes
+      else CHECK(output[t * 4 + e] == input[t * 4 + e]);
+    }
+  }
+  CHECK(pa::emu::counters().tensors.at("input").accesses == 31);
+  CHECK(pa::emu::counters().tensors.at("input").bytes_read == 31 * 16);
+  SECTION("planted: the copy that reads nothing still names an element outside the span") {
+    PA_REQUIRE_THROWS_AS_WITH(launch(32 * 4), pa::KernelError, "out-of-bounds prefetch of input[128] (extent 128)");
+    PA_REQUIRE_THROWS_AS_WITH(launch(32 * 4), pa::KernelError, this_file_at(kStageOrZeroCopy));
+  }
 }
 
 TEST_CASE("emulator async copies: a ring of stages with the right wait adds up every tile", "[emulator][async]") {

@@ -215,6 +215,25 @@ TEST_CASE("step11: a plan serves lengths other than its own: longer, shorter, ze
   }
 }
 
+TEST_CASE("step11: a pair cut into more pieces than the merge loads in one round", "[step11]") {
+  namespace s10 = pa::kernels_emu::step10;
+  // A slice loads up to 8 pieces at once and a program has up to 16 slices: 128 pieces a round.
+  REQUIRE(s10::merge_slices(1) == 1);
+  REQUIRE(s10::merge_slices(64) == 8);
+  REQUIRE(s10::merge_slices(117) == 15);
+  REQUIRE(s10::merge_slices(129) == 16);
+  const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
+  const pa::Workload w = workload_of({5000, 40, 0, 4100}, 5000);
+  pa::KernelOptions tiny;
+  tiny.partition_tokens = 32;  // a tile a portion: 157 pieces for the first pair, 129 for the last
+  const pa::LaunchPlan plan = entry.plan_lengths(w.problem, w.context_lens, tiny, with_sms(132));
+  int most = 0;
+  for (const s11::CutPair& cut : dynamic_cast<const s11::WorkListTables*>(plan.tables.get())->schedule.cuts)
+    most = std::max(most, cut.pieces);
+  REQUIRE(most == 157);
+  require_oracle_with_plan(w, plan, "portions of one tile, up to 157 pieces a pair");
+}
+
 TEST_CASE("step11: the plan refuses lengths it cannot be for, and a launch a plan without its work list", "[step11]") {
   const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
   pa::WorkloadSpec spec = pa::debug_spec();

@@ -467,13 +467,16 @@ TEST_CASE("fp8 K/V: the quantisation error against unquantised K/V (information)
   CHECK(worst < 0.1);
 }
 
-TEST_CASE("vocabulary: e4m3x2_to_f16x2 is exact for all 65536 byte pairs, byte_perm picks bytes", "[step12][fp8]") {
+TEST_CASE("vocabulary: e4m3x2_to_f16x2 is exact for all 65536 byte pairs in either half, byte_perm picks bytes", "[step12][fp8]") {
   for (unsigned pair = 0; pair < 65536; ++pair) {
-    const unsigned got = emu_kernels::e4m3x2_to_f16x2(pair | 0xabcd0000u);  // the top half is ignored
-    for (int half = 0; half < 2; ++half) {
+    // The pair in the low half (the top half ignored), then in the high half (the low ignored).
+    const unsigned got[2] = {emu_kernels::e4m3x2_to_f16x2<0>(pair | 0xabcd0000u),
+                             emu_kernels::e4m3x2_to_f16x2<1>(pair << 16 | 0x1234u)};
+    for (int at = 0; at < 4; ++at) {
+      const int half = at % 2;
       const float value = pa::e4m3_to_float({static_cast<std::uint8_t>(pair >> (8 * half))});
-      const pa::f16_t h{static_cast<std::uint16_t>(got >> (16 * half))};
-      INFO("pair " << pair << ", half " << half);
+      const pa::f16_t h{static_cast<std::uint16_t>(got[at / 2] >> (16 * half))};
+      INFO("pair " << pair << (at < 2 ? " in the low half" : " in the high half") << ", element " << half);
       if (std::isnan(value)) REQUIRE(std::isnan(pa::f16_to_float(h)));
       else REQUIRE(pa::f16_to_float(h) == value);  // signed zeros included: == does not tell them apart,
       if (!std::isnan(value)) REQUIRE(std::signbit(pa::f16_to_float(h)) == std::signbit(value));  // this does

@@ -361,6 +361,32 @@ __device__ __forceinline__ void zero_async(SharedSlot<Shared> dst, const gspan<T
 #endif
 }
 
+/// copy_async of elements [index, index+N) of \p src when \p valid, else zero_async: one
+/// instruction either way on the GPU (a copy whose source is ignored fills the slot with zeros),
+/// so a loop whose last tile may end past the range issues one copy a slot, not a copy
+/// and a zero fill each behind a branch. \p index must lie in \p src even when not \p valid:
+/// the GPU forms that address and reads nothing there (the emulator checks it, as a prefetch).
+template <int N, class T, class Shared>
+__device__ __forceinline__ void copy_async_or_zero(SharedSlot<Shared> dst, const gspan<T>& src, std::int64_t index,
+                                                   bool valid PA_CALLER_WHERE) {
+  static_assert(N * sizeof(T) == 16, "asynchronous copies move 16 bytes");
+#if defined(__CUDACC__)
+  // cp.async's ignore-src operand: when set, no bytes are read and the 16 are zeros.
+  asm volatile(
+      "{\n .reg .pred ignore;\n setp.eq.u32 ignore, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, ignore;\n}\n" ::"r"(
+          dst.address),
+      "l"(src.ptr + index), "r"(static_cast<unsigned>(valid))
+      : "memory");
+#else
+  if (valid) {
+    copy_async<N>(dst, src, index, where);
+  } else {
+    src.prefetch(index, where);
+    zero_async(dst, src, where);
+  }
+#endif
+}
+
 // ----- global cursors ------------------------------------------------------------------------
 // A loop that walks a tensor a fixed stride at a time can keep where it is instead of an index:
 // global_cursor(span, index) names element \p index of \p span, `cursor + elements` one further
@@ -535,20 +561,28 @@ __device__ __forceinline__ unsigned load_pair(const gspan<T>& span, std::int64_t
 // (11 significant bits, normal from 2^-14): a kernel turns fp8 K/V into f16 fragments for the
 // tensor cores without rounding anything.
 
-/// The two e4m3 of the low 16 bits of \p pair (the lower element in the low byte) as two f16
-/// in one register, the lower in the low half: exact. Under nvcc one `cvt.rn.f16x2.e4m3x2`
-/// (sm_89 and later); the emulator converts through float (e4m3_to_float, float_to_f16), which
-/// is exact both ways; a NaN (0x7f, 0xff) becomes a quiet f16 NaN in both.
+/// The two e4m3 of one half of \p pair (the low 16 bits for HALF 0, the high for HALF 1; the
+/// lower element in the lower byte) as two f16 in one register, the lower in the low half:
+/// exact. Under nvcc one `cvt.rn.f16x2.e4m3x2` (sm_89 and later), which reads either half of a
+/// register as it is (`F2FP ... R.H1`), so the high half costs no shift; the emulator converts
+/// through float (e4m3_to_float, float_to_f16), which is exact both ways; a NaN (0x7f, 0xff)
+/// becomes a quiet f16 NaN in both.
+template <int HALF = 0>
 __device__ __forceinline__ unsigned e4m3x2_to_f16x2(unsigned pair) {
+  static_assert(HALF == 0 || HALF == 1, "a register has two 16-bit halves");
 #if defined(__CUDACC__)
   unsigned out;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(out) : "h"(static_cast<unsigned short>(pair & 0xffffu)));
+  if constexpr (HALF == 0)
+    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n}" : "=r"(out) : "r"(pair));
+  else
+    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, hi;\n}" : "=r"(out) : "r"(pair));
   return out;
 #else
   const auto half = [](unsigned byte) {
     return unsigned{float_to_f16(e4m3_to_float(e4m3_t{static_cast<std::uint8_t>(byte)})).bits};
   };
-  return half(pair & 0xffu) | half((pair >> 8) & 0xffu) << 16;
+  const unsigned bits = pair >> (16 * HALF);
+  return half(bits & 0xffu) | half((bits >> 8) & 0xffu) << 16;
 #endif
 }
 

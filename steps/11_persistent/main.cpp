@@ -83,8 +83,8 @@ void print_schedule(const std::string& name, std::ostream& out) {
   out << "- The work: " << s.tiles << " tiles of " << s.tile << " tokens, " << fewest << " to " << most
       << " a program.\n";
   out << "- The items: " << s.items.size() << "; " << s.cuts.size() << " (sequence, KV head) cut into " << s.parts
-      << " pieces, which " << s.cuts.size() * static_cast<std::size_t>(problem.group_size())
-      << " merge programs combine (one a query head).\n";
+      << " pieces, which " << s.cuts.size() * static_cast<std::size_t>(problem.group_size()) * static_cast<std::size_t>((problem.head_dim + 31) / 32)
+      << " merge programs combine (one a query head and 32 channels).\n";
   out << "- Step 10's plan for the same batch: " << step10.splits << " splits of a (sequence, KV head), "
       << step10.grid[0] * step10.grid[1] * step10.grid[2] << " programs; its longest take " << step10_tiles
       << " tiles, " << pa::format_fixed(static_cast<double>(step10_tiles) / static_cast<double>(std::max<std::int64_t>(most, 1)), 1)
