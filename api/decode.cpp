@@ -36,18 +36,18 @@ constexpr std::string_view kWhyNextFor16Bit = "the next fastest for bf16 and f16
 constexpr std::string_view kWhyF32 = "the fastest rung that runs f32 (step 10 multiplies 16-bit inputs only)";
 
 // Step 11 (the persistent programs over a work list balanced by the lengths) goes first for a
-// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261202-37559cfd23.json,
+// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261203-552e6759ca.json,
 // bf16, one run for steps 10 and 11): ragged-skew (one sequence of 65536 tokens, 63 of 512; the
-// longest 43 times the mean) 115 µs against step 10's 298 (72.3 against 28.0%), ragged-uniform
-// (uniform in [128, 16384]; the longest 2.0 times the mean) 486 against 529 (90.5 against 83.1%).
-// Where the lengths are equal step 10 leads: gqa-batch 480 against 492 µs, small-batch 37.8
-// against 41.7, long-single 42.4 against 44.0, and every one-sequence point from 1k to 1M (1k:
-// 26.8 against 33.2 µs). The rule "the longest at least 1.5 times the mean" sits between the
+// longest 43 times the mean) 107 µs against step 10's 289 (77.9 against 28.9%), ragged-uniform
+// (uniform in [128, 16384]; the longest 2.0 times the mean) 495 against 527 (88.8 against 83.4%).
+// Where the lengths are equal step 10 leads: gqa-batch 489 against 505 µs, small-batch 38.5
+// against 40.7, long-single 38.5 against 39.4, and every one-sequence point from 1k to 1M (1k:
+// 27.2 against 32.9 µs). The rule "the longest at least 1.5 times the mean" sits between the
 // ratios measured (1.0: step 10; 2.0 and 43: step 11); none between them was measured.
 constexpr std::string_view kWhyPersistent =
     "chosen for a ragged batch (the longest sequence at least 1.5 times the mean) in bf16 and f16: its work list "
-    "balances the tokens over the device (H200, docs/results: ragged-skew 2.6 times as fast as step 10, "
-    "ragged-uniform 8% faster)";
+    "balances the tokens over the device (H200, docs/results: ragged-skew 2.7 times as fast as step 10, "
+    "ragged-uniform 6% faster)";
 constexpr double kRaggedRatio = 1.5;
 
 /// Whether \p context_lens are ragged enough for step 11: the longest at least kRaggedRatio
