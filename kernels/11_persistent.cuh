@@ -238,20 +238,20 @@ __global__ void persistent_decode(DecodeArgs<T> args, WorkList work, Partials pa
 
 // [merge]
 /// Program (cut pair c, head h of its group, channels 32z .. 32z + 31): step 10's one-round merge
-/// (step10::merge_row) of the pair's pieces for that head, in token order, to the output row.
+/// (merge_row) of the pair's pieces for that head, in token order, to the output row.
 /// Launched overlapped with persistent_decode: it reads its cut pair (the plan's) at once and the
 /// partials after the wait.
 template <class T, int HEAD_DIM>
 __global__ void merge_pieces(DecodeArgs<T> args, WorkList work, Partials pieces) {
-  PA_SHARED(float, slice_maxes, step10::kMergeSlices);
-  PA_SHARED(float, slice_sums, step10::kMergeSlices);
-  PA_SHARED(float, slice_accs, step10::kMergeSlices * step10::kMergeChannels);
+  PA_SHARED(float, slice_maxes, kMergeSlices);
+  PA_SHARED(float, slice_sums, kMergeSlices);
+  PA_SHARED(float, slice_accs, kMergeSlices * kMergeChannels);
   const Vec<std::int32_t, 4> cut = load_vec<4>(work.cuts, std::int64_t{blockIdx.x} * kCutInts);  // seq, kv_head, first_part, pieces
   const int head = blockIdx.y;
   const int group_size = args.group_size();
   const std::int64_t row = static_cast<std::int64_t>(cut.v[0]) * args.num_q_heads + cut.v[1] * group_size + head;
   wait_for_previous_kernel();  // the partials are complete from here
-  step10::merge_row<T, HEAD_DIM>(args.out, row, pieces, cut.v[3],
+  merge_row<T, HEAD_DIM>(args.out, row, pieces, cut.v[3],
                                  [&](int i) { return std::int64_t{cut.v[2] + i} * group_size + head; }, slice_maxes,
                                  slice_sums, slice_accs);
 }
@@ -341,7 +341,7 @@ inline std::shared_ptr<const WorkListTables> make_tables(Schedule schedule, cons
     ints.insert(ints.end(), {cut.seq, cut.kv_head, cut.first_part, cut.pieces});
     most_pieces = std::max(most_pieces, cut.pieces);
   }
-  tables->merge_threads = schedule.cuts.empty() ? 0 : step10::merge_slices(most_pieces) * step10::kMergeChannels;
+  tables->merge_threads = schedule.cuts.empty() ? 0 : merge_slices(most_pieces) * kMergeChannels;
   tables->schedule = std::move(schedule);
   if constexpr (kBackend == Backend::cuda) {
     tables->device = gpu::Buffer(ints.size() * sizeof(std::int32_t), cat(kName, " work list"));
@@ -428,7 +428,7 @@ inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream)
                   args, work, pieces);
     if (!tables->schedule.cuts.empty())
       launch_kernel_overlapped("step11_merge_pieces", merge_pieces<T, D>,
-                               step10::merge_grid(tables->schedule.cuts.size(), p.group_size(), D),
+                               merge_grid(tables->schedule.cuts.size(), p.group_size(), D),
                                dim3(tables->merge_threads), 0, stream, args, work, pieces);
   });
 }

@@ -557,7 +557,7 @@ inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stre
                   stream, args, caches, work, pieces);
     if (!tables->schedule.cuts.empty())
       launch_kernel_overlapped("step12_merge_pieces", step11::merge_pieces<T, D>,
-                               step10::merge_grid(tables->schedule.cuts.size(), p.group_size(), D),
+                               merge_grid(tables->schedule.cuts.size(), p.group_size(), D),
                                dim3(tables->merge_threads), 0, stream, args, work, pieces);
   };
   if constexpr (kBackend == Backend::emulator) {

@@ -216,12 +216,11 @@ TEST_CASE("step11: a plan serves lengths other than its own: longer, shorter, ze
 }
 
 TEST_CASE("step11: a pair cut into more pieces than the merge loads in one round", "[step11]") {
-  namespace s10 = pa::kernels_emu::step10;
   // A slice loads up to 8 pieces at once and a program has up to 16 slices: 128 pieces a round.
-  REQUIRE(s10::merge_slices(1) == 1);
-  REQUIRE(s10::merge_slices(64) == 8);
-  REQUIRE(s10::merge_slices(117) == 15);
-  REQUIRE(s10::merge_slices(129) == 16);
+  REQUIRE(pa::kernels_emu::merge_slices(1) == 1);
+  REQUIRE(pa::kernels_emu::merge_slices(64) == 8);
+  REQUIRE(pa::kernels_emu::merge_slices(117) == 15);
+  REQUIRE(pa::kernels_emu::merge_slices(129) == 16);
   const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
   const pa::Workload w = workload_of({5000, 40, 0, 4100}, 5000);
   pa::KernelOptions tiny;

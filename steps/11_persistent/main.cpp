@@ -73,6 +73,9 @@ void print_schedule(const std::string& name, std::ostream& out) {
   }
   const int step10_tiles = (step10.splits == 1 ? problem.max_context_len : pa::kernels_emu::step07::partition_of(problem, step10.splits)) / s.tile;
 
+  const auto merge = pa::kernels_emu::merge_grid(s.cuts.size(), problem.group_size(), problem.head_dim);
+  const std::size_t merge_programs = std::size_t{merge.x} * merge.y * merge.z;
+
   out << "**The work list of `" << name << "`** (" << problem.num_seqs << " sequences, " << problem.num_q_heads
       << " query heads over " << problem.num_kv_heads << " KV heads, head dim " << problem.head_dim
       << "), as the emulator's plan makes it for its " << device.name << " of " << device.sm_count
@@ -83,7 +86,7 @@ void print_schedule(const std::string& name, std::ostream& out) {
   out << "- The work: " << s.tiles << " tiles of " << s.tile << " tokens, " << fewest << " to " << most
       << " a program.\n";
   out << "- The items: " << s.items.size() << "; " << s.cuts.size() << " (sequence, KV head) cut into " << s.parts
-      << " pieces, which " << s.cuts.size() * static_cast<std::size_t>(problem.group_size()) * static_cast<std::size_t>((problem.head_dim + 31) / 32)
+      << " pieces, which " << merge_programs
       << " merge programs combine (one a query head and 32 channels).\n";
   out << "- Step 10's plan for the same batch: " << step10.splits << " splits of a (sequence, KV head), "
       << step10.grid[0] * step10.grid[1] * step10.grid[2] << " programs; its longest take " << step10_tiles
