@@ -6,8 +6,8 @@
 /// What changed since step 10: step 10 cuts every sequence into splits of one size, chosen for
 /// the longest, so in a ragged batch (`ragged-skew`: one sequence of 65536 tokens and 63 of 512)
 /// the long sequence's programs run on long after the short ones are done. Here the plan counts
-/// the work, the tiles of every (sequence, KV head), and deals it out in equal portions, one a
-/// program, the programs as many as the SMs hold at once (the occupancy calculator): a pair that
+/// the work, the tiles of every (sequence, KV head) and a cost for each item a program runs after
+/// its first, and deals it out in equal portions, one a program, the programs as many as the SMs hold at once (the occupancy calculator): a pair that
 /// fits a portion stays whole, and the long ones fill the rest of the portions, spread over as
 /// many programs as they need. The list holds items (sequence, KV head, tokens); a program runs
 /// step 10's pass (tensor_core_attend) over each of its items. A pair that is one item divides
@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -61,18 +62,37 @@ struct CutPair {
   int pieces = 0;
 };
 
+/// What an item after a program's first costs it, in tiles: starting an item waits on a chain of
+/// reads (the item, the sequence's length, its block table, its first tiles' copies) that the
+/// tiles of one item hide from each other. Measured on the H200 with 0 to 3 (v86 in
+/// lab/perf-log.md): `gqa-batch-fp8` 281 µs at 0, 279-280 at 1, 279 at 2; `ragged-skew` 107 at
+/// 0, 106-107 at 1 and 3, 106 at 2.
+inline constexpr int kItemCost = 2;
+
 /// The work list of one plan: the items in order, each program's run of them, and the cut pairs.
 struct Schedule {
   int tile = 0;               ///< tokens a tile, the unit of work
-  std::int64_t tiles = 0;     ///< the work: the tiles of every (sequence, KV head) at the planned lengths
+  std::int64_t tiles = 0;     ///< the tiles of every (sequence, KV head) at the planned lengths
+  int item_cost = 0;          ///< what an item after a program's first weighs, in tiles
+  std::int64_t work = 0;      ///< what the portions share: the tiles and the items' costs, in tiles
   std::vector<int> first_item;  ///< [programs + 1]: program p runs items first_item[p] .. first_item[p + 1] - 1
   std::vector<WorkItem> items;
   std::vector<CutPair> cuts;
   int parts = 0;              ///< pieces of the cut pairs: a partial slot for each query head of its group
   int programs() const { return static_cast<int>(first_item.size()) - 1; }
-  /// The tiles programs 0 .. p - 1 take together: program p takes
-  /// portion_start(p + 1) - portion_start(p), the same to a tile for every program.
-  std::int64_t portion_start(int p) const { return tiles * p / programs(); }
+  /// The work programs 0 .. p - 1 may take together: program p's portion is
+  /// portion_start(p + 1) - portion_start(p), the same to a tile for every program; its tiles
+  /// and the cost of each of its items after the first fit in it.
+  std::int64_t portion_start(int p) const { return work * p / programs(); }
+  /// Program p's load: its tiles, and item_cost for each of its items after the first.
+  std::int64_t load(int p) const {
+    std::int64_t sum = 0;
+    for (int i = first_item[static_cast<std::size_t>(p)]; i < first_item[static_cast<std::size_t>(p) + 1]; ++i) {
+      const WorkItem& item = items[static_cast<std::size_t>(i)];
+      sum += (item.end - item.begin + tile - 1) / tile + (i > first_item[static_cast<std::size_t>(p)] ? item_cost : 0);
+    }
+    return sum;
+  }
 };
 
 /// Tiles of \p tile tokens that sequences of \p lengths take over \p num_kv_heads KV heads.
@@ -83,75 +103,105 @@ inline std::int64_t work_tiles(std::span<const std::int32_t> lengths, int num_kv
 }
 
 /// The work list for sequences of \p lengths over \p num_kv_heads KV heads, tiles of \p tile
-/// tokens, on \p programs programs. Program p's portion is portion_start(p + 1) - portion_start(p)
-/// tiles, so no program takes a tile more than another. A pair that fits the smallest portion is
-/// short, and stays whole: each program takes the next short pairs while they fit and while the
-/// short tiles dealt keep in step with the programs done, then fills what is left of its portion
-/// from the long pairs, one after another, cut where the portion ends (so a long pair is spread
-/// over as many programs as its tiles need, in pieces of about one size). Only when the long
-/// pairs are used up is a short pair cut in two, its rest first in the next program. A whole pair
-/// is one item that writes the output; the items of a cut pair are its pieces, in token order,
-/// each with a slot in the partials. A sequence of length 0 is a short pair of no tiles: one
-/// empty item, weighing nothing.
-inline Schedule make_schedule(std::span<const std::int32_t> lengths, int num_kv_heads, int tile, int programs) {
+/// tokens, on \p programs programs, an item after a program's first weighing \p item_cost tiles.
+/// The programs share the work (Schedule::work: the tiles and the items' costs) in portions equal
+/// to a tile, portion_start(p + 1) - portion_start(p) for program p. A pair that fits the
+/// smallest portion is short, and stays whole: each program takes the next short pairs while they
+/// fit, and while the short tiles dealt keep in step with the programs done, then fills what is
+/// left of its portion from the long pairs, one after another, cut where the portion ends (so a
+/// long pair is spread over as many programs as its tiles need, in pieces of about one size).
+/// Only when the long pairs are used up is a short pair cut in two, its rest first in the next
+/// program. A whole pair is one item that writes the output; the items of a cut pair are its
+/// pieces, in token order, each with a slot in the partials. A sequence of length 0 is a short
+/// pair of no tiles: one empty item, weighing nothing but its cost.
+///
+/// How many items the programs get, and so what they cost, depends on where the portions end:
+/// the work is found by halving between the tiles alone and the tiles with a cost for every pair
+/// and every program (always enough), the least tried for which the portions take every tile.
+inline Schedule make_schedule(std::span<const std::int32_t> lengths, int num_kv_heads, int tile, int programs,
+                              int item_cost = kItemCost) {
   Schedule s;
   s.tile = tile;
   s.tiles = work_tiles(lengths, num_kv_heads, tile);
+  s.item_cost = item_cost;
   s.first_item.assign(static_cast<std::size_t>(std::max(programs, 1)) + 1, 0);
   struct Pair {
     int seq, kv_head, length;
     std::int64_t tiles;
   };
   std::vector<Pair> shorts, longs;
-  const std::int64_t smallest = s.portion_start(1);  // floor(tiles / programs): every portion holds it
+  const std::int64_t smallest = s.tiles / s.programs();  // of the tiles alone: every portion holds it
   for (int seq = 0; seq < static_cast<int>(lengths.size()); ++seq)
     for (int kv_head = 0; kv_head < num_kv_heads; ++kv_head) {
       const int length = lengths[static_cast<std::size_t>(seq)];
       const Pair pair{seq, kv_head, length, (std::int64_t{length} + tile - 1) / tile};
       (pair.tiles <= smallest ? shorts : longs).push_back(pair);
     }
-  std::vector<std::vector<WorkItem>> mine(static_cast<std::size_t>(s.programs()));  // each program's items
-  auto piece = [&](int p, const Pair& pair, std::int64_t from, std::int64_t to) {  // tiles [from, to) of pair
-    mine[static_cast<std::size_t>(p)].push_back({pair.seq, pair.kv_head, static_cast<int>(from * tile),
-                                                 static_cast<int>(std::min<std::int64_t>(to * tile, pair.length)), -1,
-                                                 to == pair.tiles});
-  };
   std::int64_t short_tiles = 0;  // of every short pair
   for (const Pair& pair : shorts) short_tiles += pair.tiles;
-  std::size_t next_short = 0, next_long = 0;
-  std::int64_t long_done = 0;    // tiles of longs[next_long] already dealt
-  std::int64_t short_done = 0;   // tiles of shorts[next_short] dealt before (a short pair cut in two)
-  std::int64_t shorts_dealt = 0; // short tiles dealt so far
-  for (int p = 0; p < s.programs(); ++p) {
-    std::int64_t room = s.portion_start(p + 1) - s.portion_start(p);
-    // The short pairs go to the programs in step with the long ones, about short_tiles / programs
-    // a program, so each long pair is cut into pieces of about one size.
-    const std::int64_t short_share = (short_tiles * (p + 1) + s.programs() - 1) / s.programs();
-    while (next_short < shorts.size() && shorts[next_short].tiles - short_done <= room &&
-           (shorts_dealt + shorts[next_short].tiles - short_done <= short_share || next_long == longs.size())) {
-      const Pair& pair = shorts[next_short++];
-      piece(p, pair, short_done, pair.tiles);
-      room -= pair.tiles - short_done;
-      shorts_dealt += pair.tiles - short_done;
-      short_done = 0;
+  std::vector<std::vector<WorkItem>> mine(static_cast<std::size_t>(s.programs()));  // each program's items
+
+  // Deals the pairs to the programs in portions of s.work; true when every tile is dealt.
+  auto deal = [&]() {
+    for (std::vector<WorkItem>& items : mine) items.clear();
+    auto piece = [&](int p, const Pair& pair, std::int64_t from, std::int64_t to) {  // tiles [from, to) of pair
+      mine[static_cast<std::size_t>(p)].push_back({pair.seq, pair.kv_head, static_cast<int>(from * tile),
+                                                   static_cast<int>(std::min<std::int64_t>(to * tile, pair.length)), -1,
+                                                   to == pair.tiles});
+    };
+    std::size_t next_short = 0, next_long = 0;
+    std::int64_t long_done = 0;    // tiles of longs[next_long] already dealt
+    std::int64_t short_done = 0;   // tiles of shorts[next_short] dealt before (a short pair cut in two)
+    std::int64_t shorts_dealt = 0; // short tiles dealt so far
+    for (int p = 0; p < s.programs(); ++p) {
+      std::int64_t room = s.portion_start(p + 1) - s.portion_start(p);
+      auto cost = [&]() -> std::int64_t { return mine[static_cast<std::size_t>(p)].empty() ? 0 : item_cost; };  // of a next item
+      // The short pairs go to the programs in step with the long ones, about short_tiles / programs
+      // a program, so each long pair is cut into pieces of about one size.
+      const std::int64_t short_share = (short_tiles * (p + 1) + s.programs() - 1) / s.programs();
+      while (next_short < shorts.size() && cost() + shorts[next_short].tiles - short_done <= room &&
+             (shorts_dealt + shorts[next_short].tiles - short_done <= short_share || next_long == longs.size())) {
+        const Pair& pair = shorts[next_short++];
+        room -= cost() + pair.tiles - short_done;
+        piece(p, pair, short_done, pair.tiles);
+        shorts_dealt += pair.tiles - short_done;
+        short_done = 0;
+      }
+      while (room > cost() && next_long < longs.size()) {
+        const Pair& pair = longs[next_long];
+        room -= cost();
+        const std::int64_t take = std::min(room, pair.tiles - long_done);
+        piece(p, pair, long_done, long_done + take);
+        room -= take;
+        long_done += take;
+        if (long_done == pair.tiles) ++next_long, long_done = 0;
+      }
+      if (room > cost() && next_short < shorts.size()) {  // no long pair left: the next short one is cut
+        room -= cost();
+        piece(p, shorts[next_short], 0, room);
+        short_done = room;
+        shorts_dealt += room;
+      }
     }
-    while (room > 0 && next_long < longs.size()) {
-      const Pair& pair = longs[next_long];
-      const std::int64_t take = std::min(room, pair.tiles - long_done);
-      piece(p, pair, long_done, long_done + take);
-      room -= take;
-      long_done += take;
-      if (long_done == pair.tiles) ++next_long, long_done = 0;
-    }
-    if (room > 0 && next_short < shorts.size()) {  // no long pair left: the next short one is cut
-      piece(p, shorts[next_short], 0, room);
-      short_done = room;
-      shorts_dealt += room;
-    }
+    // What can be left of the short pairs here is pairs of no tiles (every portion is full), and
+    // they weigh no more than the last program can take; in the last program.
+    if (next_long < longs.size()) return false;
+    for (std::size_t k = next_short; k < shorts.size(); ++k)
+      if (shorts[k].tiles - (k == next_short ? short_done : 0) > 0) return false;
+    for (; next_short < shorts.size(); ++next_short, short_done = 0)
+      piece(s.programs() - 1, shorts[next_short], short_done, shorts[next_short].tiles);
+    return true;
+  };
+  // The least work that deals every tile: the tiles alone when items cost nothing; with every
+  // pair's cost and a cost a program for the room a portion may leave unused, always enough.
+  std::int64_t low = s.tiles, high = s.tiles + std::int64_t{item_cost} * (static_cast<std::int64_t>(shorts.size() + longs.size()) + s.programs());
+  while (low < high) {
+    s.work = low + (high - low) / 2;
+    if (deal()) high = s.work;
+    else low = s.work + 1;
   }
-  // What can be left here is pairs of no tiles (every portion is full): the last program's.
-  for (; next_short < shorts.size(); ++next_short, short_done = 0)
-    piece(s.programs() - 1, shorts[next_short], short_done, shorts[next_short].tiles);
+  s.work = low;
+  if (!deal()) throw std::logic_error(cat("make_schedule: portions of ", s.work, " tiles of work leave tiles undealt"));
 
   // The items, program by program; then the pieces of each cut pair, in token order (program
   // order), numbered in pair order.
@@ -374,8 +424,10 @@ inline std::string plan_schedule(LaunchPlan& out, const DecodeProblem& p, std::s
   const Schedule& s = tables->schedule;
   out.grid[0] = static_cast<unsigned>(s.programs());
   out.workspace_bytes = pieces_bytes(tables->slots(), p.head_dim);
-  std::string clause = cat(s.tiles, " tiles of ", tile, " tokens, ", (s.tiles + s.programs() - 1) / s.programs(),
-                           " or fewer a program, in ", s.items.size(), " items; ", s.cuts.size(),
+  std::int64_t most = 0;  // the largest portion
+  for (int q = 0; q < s.programs(); ++q) most = std::max(most, s.portion_start(q + 1) - s.portion_start(q));
+  std::string clause = cat(s.tiles, " tiles of ", tile, " tokens, ", most, " or fewer a program (an item after its first counted as ",
+                           s.item_cost, "), in ", s.items.size(), " items; ", s.cuts.size(),
                            " (sequence, KV head) cut into ", s.parts, " pieces",
                            s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads (a query head and 32 channels each)"));
   out.tables = std::move(tables);

@@ -20,11 +20,12 @@ namespace {
 namespace s11 = pa::kernels_emu::step11;
 
 /// Every property a work list promises, for lengths \p lengths over \p kv_heads KV heads in
-/// tiles of \p tile on \p programs programs.
-void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int tile, int programs) {
-  const s11::Schedule s = s11::make_schedule(lengths, kv_heads, tile, programs);
+/// tiles of \p tile on \p programs programs, an item after a program's first costing \p item_cost.
+void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int tile, int programs,
+                    int item_cost = s11::kItemCost) {
+  const s11::Schedule s = s11::make_schedule(lengths, kv_heads, tile, programs, item_cost);
   INFO("lengths " << lengths.size() << " (first " << (lengths.empty() ? 0 : lengths[0]) << "), " << kv_heads
-                  << " KV heads, tile " << tile << ", " << programs << " programs");
+                  << " KV heads, tile " << tile << ", " << programs << " programs, item cost " << item_cost);
   REQUIRE(s.programs() == std::max(programs, 1));
   REQUIRE(s.first_item.front() == 0);
   REQUIRE(s.first_item.back() == static_cast<int>(s.items.size()));
@@ -61,8 +62,8 @@ void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int 
       const s11::CutPair& cut = s.cuts[cuts++];
       REQUIRE((cut.seq == seq && cut.kv_head == kv_head && cut.pieces == static_cast<int>(items.size())));
       for (std::size_t k = 0; k < items.size(); ++k) REQUIRE(s.items[items[k]].part == cut.first_part + static_cast<int>(k));
-      // A pair no larger than the smallest portion is cut once at most.
-      if ((lengths[static_cast<std::size_t>(seq)] + tile - 1) / tile <= s.portion_start(1)) REQUIRE(items.size() == 2);
+      // A short pair (no more tiles than tiles / programs, what every portion holds) is cut once at most.
+      if ((lengths[static_cast<std::size_t>(seq)] + tile - 1) / tile <= s.tiles / s.programs()) REQUIRE(items.size() == 2);
     }
   REQUIRE(cuts == s.cuts.size());
   int parts = 0;
@@ -72,19 +73,36 @@ void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int 
   }
   REQUIRE(parts == s.parts);
 
-  // Balance: each program's tiles are its portion, within one tile of the mean; a pair is cut
-  // only where a portion ends, so there are fewer cut pairs than programs.
+  // Balance: each program's load (its tiles, and the cost of each item after its first) fits its
+  // portion and, but for the last program with items, leaves at most an item's cost of it unused;
+  // the portions are within a tile of each other. Items that cost nothing: each load is its portion, within a tile of the
+  // mean. A pair is cut only where a portion ends, so there are fewer cut pairs than programs.
   const std::int64_t tiles = s11::work_tiles(lengths, kv_heads, tile);
   REQUIRE(s.tiles == tiles);
+  REQUIRE(s.item_cost == item_cost);
+  REQUIRE(s.work >= tiles);
+  if (item_cost == 0) REQUIRE(s.work == tiles);
+  std::int64_t dealt = 0;
+  int last_with_items = 0;  // the programs before it leave unused only what a next item's cost would not fit in
+  for (int p = 0; p < s.programs(); ++p)
+    if (s.first_item[static_cast<std::size_t>(p) + 1] > s.first_item[static_cast<std::size_t>(p)]) last_with_items = p;
   for (int p = 0; p < s.programs(); ++p) {
     std::int64_t mine = 0;
     for (int k = s.first_item[static_cast<std::size_t>(p)]; k < s.first_item[static_cast<std::size_t>(p) + 1]; ++k)
       mine += (s.items[static_cast<std::size_t>(k)].end - s.items[static_cast<std::size_t>(k)].begin + tile - 1) / tile;
-    INFO("program " << p << ": " << mine << " tiles");
-    REQUIRE(mine == s.portion_start(p + 1) - s.portion_start(p));
-    REQUIRE(mine * s.programs() >= tiles - s.programs());  // within one tile of tiles / programs
-    REQUIRE(mine * s.programs() <= tiles + s.programs());
+    dealt += mine;
+    const std::int64_t portion = s.portion_start(p + 1) - s.portion_start(p);
+    const int items = s.first_item[static_cast<std::size_t>(p) + 1] - s.first_item[static_cast<std::size_t>(p)];
+    INFO("program " << p << ": " << mine << " tiles in " << items << " items, load " << s.load(p) << ", portion " << portion);
+    REQUIRE(s.load(p) == mine + std::int64_t{item_cost} * std::max(items - 1, 0));
+    REQUIRE(portion * s.programs() >= s.work - s.programs());  // within one tile of work / programs
+    REQUIRE(portion * s.programs() <= s.work + s.programs());
+    // Every tile fits: a short pair of no tiles left to the last program weighs its cost only.
+    REQUIRE(s.load(p) <= portion + (p + 1 == s.programs() ? std::int64_t{item_cost} * items : 0));
+    if (p < last_with_items) REQUIRE(portion - s.load(p) <= item_cost);  // it ends where a next item's cost would not fit
+    if (item_cost == 0) REQUIRE(mine == portion);
   }
+  REQUIRE(dealt == tiles);
   REQUIRE(static_cast<int>(s.cuts.size()) <= std::max(s.programs() - 1, 0));
 }
 
@@ -146,8 +164,9 @@ TEST_CASE("step11: the work list covers every token of every pair once, in porti
   check_schedule({100, 200}, 4, 64, 50);  // more programs than tiles: some portions empty
   for (std::uint32_t seed = 1; seed <= 20; ++seed)
     for (const int programs : {1, 2, 5, 16, 133, 924})
-      check_schedule(drawn_lengths(1 + static_cast<int>(seed % 40), seed), 1 + static_cast<int>(seed % 8), seed % 2 ? 32 : 64,
-                     programs);
+      for (const int item_cost : {0, 1, s11::kItemCost, 7})
+        check_schedule(drawn_lengths(1 + static_cast<int>(seed % 40), seed), 1 + static_cast<int>(seed % 8),
+                       seed % 2 ? 32 : 64, programs, item_cost);
 }
 
 TEST_CASE("step11: ragged-skew's plan spreads the long sequence over many programs and keeps short ones whole",
@@ -164,15 +183,27 @@ TEST_CASE("step11: ragged-skew's plan spreads the long sequence over many progra
   REQUIRE(s.programs() == pa::DeviceLimits::pretend_h200().sm_count * plan.resident_per_sm);  // one per slot
   REQUIRE(s.tiles == 8 * (65536 / 32) + 63 * 8 * (512 / 32));
   int long_cut = 0, short_whole = 0, short_cut = 0;
-  for (int p = 0; p < s.programs(); ++p) {  // every program within a tile of the mean
+  // Every portion within a tile of the mean work; a program whose portion holds a short pair and
+  // a piece takes item_cost tiles fewer than one that holds a piece alone.
+  const std::int64_t most = (s.work + s.programs() - 1) / s.programs();
+  std::int64_t fewest_of_two = most, most_of_one = 0;
+  for (int p = 0; p < s.programs(); ++p) {
     const std::int64_t portion = s.portion_start(p + 1) - s.portion_start(p);
-    REQUIRE(portion >= s.tiles / s.programs());
-    REQUIRE(portion <= (s.tiles + s.programs() - 1) / s.programs());
+    REQUIRE(portion >= s.work / s.programs());
+    REQUIRE(portion <= most);
+    const int first = s.first_item[static_cast<std::size_t>(p)], items = s.first_item[static_cast<std::size_t>(p) + 1] - first;
+    std::int64_t tiles = 0;
+    for (int k = first; k < first + items; ++k)
+      tiles += (s.items[static_cast<std::size_t>(k)].end - s.items[static_cast<std::size_t>(k)].begin + 31) / 32;
+    if (items == 1) most_of_one = std::max(most_of_one, tiles);
+    if (items == 2) fewest_of_two = std::min(fewest_of_two, tiles);
   }
+  REQUIRE(s.item_cost == s11::kItemCost);
+  REQUIRE(most_of_one - fewest_of_two >= s.item_cost);
   for (const s11::CutPair& cut : s.cuts) {
     if (cut.seq == 0) {
       ++long_cut;
-      REQUIRE(cut.pieces >= 2048 / ((s.tiles + s.programs() - 1) / s.programs()));  // 2048 tiles a pair
+      REQUIRE(cut.pieces >= 2048 / most);  // 2048 tiles a pair
     } else {
       ++short_cut;
     }

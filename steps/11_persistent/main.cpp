@@ -84,7 +84,8 @@ void print_schedule(const std::string& name, std::ostream& out) {
       << " threads (the emulator counts threads and shared memory; the GPU's plan asks the occupancy calculator, "
       << "which counts registers too).\n";
   out << "- The work: " << s.tiles << " tiles of " << s.tile << " tokens, " << fewest << " to " << most
-      << " a program.\n";
+      << " a program: each item after a program's first counts as " << s.item_cost
+      << " tiles more (`kItemCost`), so a program that runs two items takes that many tiles fewer.\n";
   out << "- The items: " << s.items.size() << "; " << s.cuts.size() << " (sequence, KV head) cut into " << s.parts
       << " pieces, which " << merge_programs
       << " merge programs combine (one a query head and 32 channels).\n";
