@@ -36,13 +36,12 @@ constexpr std::string_view kWhyNextFor16Bit = "the next fastest for bf16 and f16
 constexpr std::string_view kWhyF32 = "the fastest rung that runs f32 (step 10 multiplies 16-bit inputs only)";
 
 // Step 11 (the persistent programs over a work list balanced by the lengths) goes first for a
-// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261203-552e6759ca.json,
+// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261203-73ff0935da.json,
 // bf16, one run for steps 10 and 11): ragged-skew (one sequence of 65536 tokens, 63 of 512; the
-// longest 43 times the mean) 107 µs against step 10's 289 (77.9 against 28.9%), ragged-uniform
-// (uniform in [128, 16384]; the longest 2.0 times the mean) 495 against 527 (88.8 against 83.4%).
-// Where the lengths are equal step 10 leads: gqa-batch 489 against 505 µs, small-batch 38.5
-// against 40.7, long-single 38.5 against 39.4, and every one-sequence point from 1k to 1M (1k:
-// 27.2 against 32.9 µs). The rule "the longest at least 1.5 times the mean" sits between the
+// longest 43 times the mean) 105.5 µs against step 10's 290 (79.0 against 28.8%), ragged-uniform
+// (uniform in [128, 16384]; the longest 2.0 times the mean) 495 against 529 (88.8 against 83.2%).
+// Where the lengths are equal step 10 leads: gqa-batch 490 against 505 µs, small-batch 38.2
+// against 40.7, long-single 38.3 against 39.5, and every one-sequence point from 1k to 1M. The rule "the longest at least 1.5 times the mean" sits between the
 // ratios measured (1.0: step 10; 2.0 and 43: step 11); none between them was measured.
 constexpr std::string_view kWhyPersistent =
     "chosen for a ragged batch (the longest sequence at least 1.5 times the mean) in bf16 and f16: its work list "
