@@ -7,8 +7,8 @@
 /// the longest, so in a ragged batch (`ragged-skew`: one sequence of 65536 tokens and 63 of 512)
 /// the long sequence's programs run on long after the short ones are done. Here the plan counts
 /// the work, the tiles of every (sequence, KV head) and a cost for each item a program runs after
-/// its first, and deals it out in equal portions, one a program, the programs as many as the SMs hold at once (the occupancy calculator): a pair that
-/// fits a portion stays whole, and the long ones fill the rest of the portions, spread over as
+/// its first, and deals it out in equal portions, one a program, the programs as many as the SMs
+/// hold at once (the occupancy calculator): a pair that fits a portion stays whole, and the long ones fill the rest of the portions, spread over as
 /// many programs as they need. The list holds items (sequence, KV head, tokens); a program runs
 /// step 10's pass (tensor_core_attend) over each of its items. A pair that is one item divides
 /// by its sum and writes the output itself; the pieces of a cut pair go to the partials, and a
@@ -301,9 +301,8 @@ __global__ void merge_pieces(DecodeArgs<T> args, WorkList work, Partials pieces)
   const int group_size = args.group_size();
   const std::int64_t row = static_cast<std::int64_t>(cut.v[0]) * args.num_q_heads + cut.v[1] * group_size + head;
   wait_for_previous_kernel();  // the partials are complete from here
-  merge_row<T, HEAD_DIM>(args.out, row, pieces, cut.v[3],
-                                 [&](int i) { return std::int64_t{cut.v[2] + i} * group_size + head; }, slice_maxes,
-                                 slice_sums, slice_accs);
+  merge_row<T, HEAD_DIM>(args.out, row, pieces, cut.v[3], [&](int i) { return std::int64_t{cut.v[2] + i} * group_size + head; },
+                         slice_maxes, slice_sums, slice_accs);
 }
 // [merge]
 
@@ -424,9 +423,8 @@ inline std::string plan_schedule(LaunchPlan& out, const DecodeProblem& p, std::s
   const Schedule& s = tables->schedule;
   out.grid[0] = static_cast<unsigned>(s.programs());
   out.workspace_bytes = pieces_bytes(tables->slots(), p.head_dim);
-  std::int64_t most = 0;  // the largest portion
-  for (int q = 0; q < s.programs(); ++q) most = std::max(most, s.portion_start(q + 1) - s.portion_start(q));
-  std::string clause = cat(s.tiles, " tiles of ", tile, " tokens, ", most, " or fewer a program (an item after its first counted as ",
+  std::string clause = cat(s.tiles, " tiles of ", tile, " tokens, ", (s.work + s.programs() - 1) / s.programs(),
+                           " or fewer a program (an item after its first counted as ",
                            s.item_cost, "), in ", s.items.size(), " items; ", s.cuts.size(),
                            " (sequence, KV head) cut into ", s.parts, " pieces",
                            s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads (a query head and 32 channels each)"));

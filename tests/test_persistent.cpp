@@ -75,8 +75,9 @@ void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int 
 
   // Balance: each program's load (its tiles, and the cost of each item after its first) fits its
   // portion and, but for the last program with items, leaves at most an item's cost of it unused;
-  // the portions are within a tile of each other. Items that cost nothing: each load is its portion, within a tile of the
-  // mean. A pair is cut only where a portion ends, so there are fewer cut pairs than programs.
+  // the portions are within a tile of each other. Items that cost nothing: each load is its
+  // portion, within a tile of the mean. A pair is cut only where a portion ends, so there are
+  // fewer cut pairs than programs.
   const std::int64_t tiles = s11::work_tiles(lengths, kv_heads, tile);
   REQUIRE(s.tiles == tiles);
   REQUIRE(s.item_cost == item_cost);
@@ -194,7 +195,7 @@ TEST_CASE("step11: ragged-skew's plan spreads the long sequence over many progra
     const int first = s.first_item[static_cast<std::size_t>(p)], items = s.first_item[static_cast<std::size_t>(p) + 1] - first;
     std::int64_t tiles = 0;
     for (int k = first; k < first + items; ++k)
-      tiles += (s.items[static_cast<std::size_t>(k)].end - s.items[static_cast<std::size_t>(k)].begin + 31) / 32;
+      tiles += (s.items[static_cast<std::size_t>(k)].end - s.items[static_cast<std::size_t>(k)].begin + s.tile - 1) / s.tile;
     if (items == 1) most_of_one = std::max(most_of_one, tiles);
     if (items == 2) fewest_of_two = std::min(fewest_of_two, tiles);
   }
