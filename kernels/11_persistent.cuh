@@ -8,8 +8,8 @@
 /// the long sequence's programs run on long after the short ones are done. Here the plan counts
 /// the work, the tiles of every (sequence, KV head) and a cost for each item a program runs after
 /// its first, and deals it out in equal portions, one a program, the programs as many as the SMs
-/// hold at once (the occupancy calculator): a pair that fits a portion stays whole, and the long ones fill the rest of the portions, spread over as
-/// many programs as they need. The list holds items (sequence, KV head, tokens); a program runs
+/// hold at once (the occupancy calculator): a pair that fits a portion stays whole, and the long
+/// ones fill the rest of the portions, spread over as many programs as they need. The list holds items (sequence, KV head, tokens); a program runs
 /// step 10's pass (tensor_core_attend) over each of its items. A pair that is one item divides
 /// by its sum and writes the output itself; the pieces of a cut pair go to the partials, and a
 /// merge launched overlapped with the kernel's end combines each pair's pieces in token order,
