@@ -12,7 +12,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,no
 t() {  # binary, workload[, programs an SM]: the time, then the last report's lines
   local o=$( ( [ -n "${3:-}" ] && export PA_TRIAL_PER_SM=$3; PA_TRIAL_TIMELINE=1 $B/$1 --workload $2 --runs 20 ) 2>&1)
   echo "== $1 $2 ${3:+PA_TRIAL_PER_SM=$3} $(echo "$o" | grep -E ' (us|ms) +[0-9]' | tail -1 | awk '{print $(NF-3), $(NF-2), $(NF-1), $NF}')"
-  echo "$o" | grep -E "^TIMELINE" | tail -n 8
+  echo "$o" | grep -E "^TIMELINE" | tail -n 10
 }
 t step10_tensor_cores-tl2 small-batch
 t step12_fp8_cache-tl2 gqa-batch-fp8
