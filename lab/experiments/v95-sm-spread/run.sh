@@ -18,6 +18,7 @@ t step10_tensor_cores-tl2 small-batch
 t step12_fp8_cache-tl2 gqa-batch-fp8
 t step11_persistent-tl2 ragged-skew
 t step10_tensor_cores-tl2 gqa-batch
+t step10_tensor_cores-tl2 mha-batch
 # fewer, larger programs an SM (the plan's slots; the launch's occupancy unchanged): does the
 # spread within an SM shrink, and the time with it?
 t step12_fp8_cache-tl2 gqa-batch-fp8 8
