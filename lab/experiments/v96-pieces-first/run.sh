@@ -12,20 +12,22 @@ B=$P/gpu-pack/bin
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 t() {  # round, env (VAR=value or -), binary, workload
   [ $SECONDS -gt 240 ] && return
-  local o=$( ( [ "$2" != - ] && export "$2"; $B/$3 --workload $4 --runs 20 ) 2>&1)
+  local o=$( ( [ "$2" != - ] && export $2; $B/$3 --workload $4 --runs 20 ) 2>&1)
   local us=$(echo "$o" | grep -E ' (us|ms) +[0-9]' | tail -1 | awk '{print $(NF-3), $(NF-2), $(NF-1), $NF}')
   echo "$o" | grep -qiE 'mismatch|wrong|FAIL' && us="$us WRONG"
-  printf "r%s %-26s %-22s %-14s %s\n" "$1" "$2" "$3" "$4" "$us"
+  printf "r%s %-50s %-22s %-14s %s\n" "$1" "$2" "$3" "$4" "$us"
 }
 F=PA_TRIAL_PIECES_FIRST=1
 for r in 1 2; do
   t $r - step11_persistent-m ragged-skew
-  t $r $F step11_persistent-pm ragged-skew
-  t $r - step11_persistent-po ragged-skew
   t $r $F step11_persistent-po ragged-skew
-  for w in ragged-uniform long-single small-batch; do
-    t $r - step11_persistent-m $w
-    t $r $F step11_persistent-po $w
+  for lead in 30 60 100; do
+    t $r "$F PA_TRIAL_PIECE_LEAD=$lead" step11_persistent-po ragged-skew
   done
+  t $r "$F PA_TRIAL_PIECE_LEAD=60" step11_persistent-pm ragged-skew
 done
-o=$( (export $F; timeout 60 $B/step11_persistent-po --adversarial --dtype bf16) 2>&1); echo "adversarial -po $F rc=$? $(echo "$o" | tail -n 1)"
+for w in ragged-uniform long-single small-batch gqa-batch; do
+  t 1 - step11_persistent-m $w
+  t 1 "$F PA_TRIAL_PIECE_LEAD=60" step11_persistent-po $w
+done
+o=$( (export $F PA_TRIAL_PIECE_LEAD=60; timeout 60 $B/step11_persistent-po --adversarial --dtype bf16) 2>&1); echo "adversarial -po rc=$? $(echo "$o" | tail -n 1)"
