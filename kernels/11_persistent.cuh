@@ -3,20 +3,20 @@
 /// Step 11, persistent and balanced: a fixed grid of programs, as many as the device holds at
 /// once, each walking its own run of a work list that the host planned from the context lengths.
 ///
-/// What changed since step 10: step 10 cuts every sequence into splits of one size, chosen for
-/// the longest, so in a ragged batch (`ragged-skew`: one sequence of 65536 tokens and 63 of 512)
-/// the long sequence's programs run on long after the short ones are done. Here the plan counts
-/// the work, the tiles of every (sequence, KV head) and a cost for each item a program runs after
-/// its first, and deals it out in equal portions, one a program, the programs as many as the SMs
-/// hold at once (the occupancy calculator): a pair that fits a portion stays whole, and the long
-/// ones fill the rest of the portions, spread over as many programs as they need. The list holds items (sequence, KV head, tokens); a program runs
-/// step 10's pass (tensor_core_attend) over each of its items. A pair that is one item divides
-/// by its sum and writes the output itself; the pieces of a cut pair go to the partials, and a
-/// merge launched overlapped with the kernel's end combines each pair's pieces in token order,
-/// so the same input gives the same bits whichever program ends first. The list lives in memory
-/// the plan allocates (the device's for CUDA), so a launch allocates nothing and a CUDA graph
-/// may capture it; the graph then replays with new lengths: an item reads its sequence's length
-/// at launch, and the last item of a pair runs to it.
+/// What changed since step 10: step 10 cuts every sequence into splits of one size, chosen for the
+/// longest, so in a ragged batch (`ragged-skew`: one sequence of 65536 tokens and 63 of 512) the
+/// long sequence's programs run on long after the short ones are done. Here the plan counts the
+/// work, the tiles of every (sequence, KV head) and a cost for each item a program runs after its
+/// first, and deals it out in equal portions, one a program, the programs as many as the SMs hold
+/// at once (the occupancy calculator): a pair that fits a portion stays whole, and the long ones
+/// fill the rest of the portions, spread over as many programs as they need. The list holds items
+/// (sequence, KV head, tokens); a program runs step 10's pass (tensor_core_attend) over each of its
+/// items. A pair that is one item divides by its sum and writes the output itself; the pieces of a
+/// cut pair go to the partials, and a merge launched overlapped with the kernel's end combines each
+/// pair's pieces in token order, so the same input gives the same bits whichever program ends
+/// first. The list lives in memory the plan allocates (the device's for CUDA), so a launch
+/// allocates nothing and a CUDA graph may capture it; the graph then replays with new lengths: an
+/// item reads its sequence's length at launch, and the last item of a pair runs to it.
 ///
 ///     build/current/steps/step11_persistent --help
 ///     build/current/steps/step11_persistent --schedule ragged-skew    # the plan's work list
