@@ -1,5 +1,5 @@
 #!/bin/bash
-# v95 (prepared 2026-12-03, not yet run): do programs of equal loads end apart because of their
+# v95 (ran 2026-12-03, output.txt): do programs of equal loads end apart because of their
 # SM (between SMs) or among the programs of one SM (within)? One short call (about two minutes).
 # PA_TRIAL_PER_SM=k (the patch) plans k programs an SM instead of the occupancy's.
 # Programs: 5caf07b + timeline-by-sm.patch (v88's timeline trial, its extra step-10 shape taken

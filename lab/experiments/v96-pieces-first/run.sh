@@ -1,5 +1,5 @@
 #!/bin/bash
-# v96 (prepared 2026-12-03, not yet run): step 11 with each program's pieces of cut pairs run
+# v96 (ran 2026-12-03, output.txt): step 11 with each program's pieces of cut pairs run
 # before its whole pairs (PA_TRIAL_PIECES_FIRST=1, the plan), and v94's merge that waits on a
 # count a pair (-po, -DPA_TRIAL_FLAGS) instead of the whole kernel. Together the cut pairs'
 # pieces are done about a third of the way before the programs end, and their merge can run
