@@ -1,6 +1,7 @@
 #!/bin/bash
 # v99, second form (prepared 2026-12-03, not yet run): the same trial with the cluster
-# scheduling policy as a choice (PA_TRIAL_SPREAD=1: cudaClusterSchedulingPolicySpread), the
+# scheduling policy as a choice (PA_TRIAL_SPREAD=1: cudaClusterSchedulingPolicySpread, 2:
+# cudaClusterSchedulingPolicyLoadBalancing), the
 # dynamic shared memory a program raised (PA_TRIAL_SMEM=bytes: fewer programs an SM, so a GPC
 # holds fewer clusters), and the program printing how many clusters the GPU holds at once
 # (cudaOccupancyMaxActiveClusters). Asked: were the clusters of the first call slow because the
@@ -25,6 +26,7 @@ for r in 1 2; do
   t $r "$C PA_TRIAL_SPREAD=1" --workload small-batch
   t $r "$C PA_TRIAL_SMEM=57344" --workload small-batch
   t $r "$C PA_TRIAL_SPREAD=1 PA_TRIAL_SMEM=57344" --workload small-batch
+  t $r "$C PA_TRIAL_SPREAD=2" --workload small-batch
 done
 for e in - "$C PA_TRIAL_SPREAD=1"; do
   t 1 "$e" --workload small-batch --splits 4
