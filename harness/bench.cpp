@@ -181,6 +181,9 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
     median = time_gpu_launches(entry, *c.device, plan, kRuns, checked);
     state.SetIterationTime(median);
   }
+  // The clock the timed launches ran at (it moves with temperature and power within a run):
+  // read before the host's check below leaves the GPU idle.
+  state.counters["sm_mhz"] = gpu::measure_sm_clock_mhz();
   // The output of the last timed launch, checked after timing (sampled rows: the full oracle on
   // gigabytes of K/V would take minutes on the host).
   const std::vector<std::byte> out = c.device->download_out();

@@ -644,6 +644,15 @@ class Ladder:
                 return int(result.counter("runs"))  # type: ignore[arg-type]
         return None
 
+    def sm_clock_range(self) -> Optional[Tuple[float, float]]:
+        """The lowest and highest SM clock (MHz) read right after the GPU rows' timed launches
+        (the counter sm_mhz), or None for a run that did not read it."""
+        if self.gpu is None:
+            return None
+        clocks = [result.counter("sm_mhz") for result in self.gpu.results.values() if result.kind == "gpu"]
+        clocks = [c for c in clocks if c]
+        return (min(clocks), max(clocks)) if clocks else None
+
     # -- words -----------------------------------------------------------------------------------
     def stamp_line(self) -> str:
         """One line: GPU, measured roof, datasheet, revision, date (see stamp_line)."""
@@ -838,8 +847,15 @@ def _method_line(ladder: Ladder) -> str:
         # L2 full of dirty lines that the timed kernel wrote back (docs/results/README.md).
         flush = ("L2 flushed by reading twice its size" if ladder.gpu.ctx("l2_flush") == "read"
                  else "L2 flushed by a memset")
+    clock = ""
+    clocks = ladder.sm_clock_range()
+    if clocks is not None:
+        low, high = clocks
+        clock = (f" The SM clock, measured after each row's runs, was {low:.0f} MHz throughout."
+                 if high - low < 0.01 * high else
+                 f" The SM clock, measured after each row's runs, ranged from {low:.0f} to {high:.0f} MHz.")
     return (f"Each time is the {median}, CUDA events, {flush}; "
-            "bytes = K+V+q+out+tables per docs/design/BENCHMARKS.md.")
+            "bytes = K+V+q+out+tables per docs/design/BENCHMARKS.md." + clock)
 
 
 def readme_region(ladder: Ladder) -> str:

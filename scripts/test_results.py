@@ -349,6 +349,18 @@ class NumbersTest(unittest.TestCase):
         ladder = rl.load(self.tree.root, gpu_path=self.tree.write("read.json", data))
         self.assertIn("CUDA events, L2 flushed by reading twice its size;", rl.step_region(ladder, 3))
 
+    def test_method_names_the_sm_clock_when_measured(self):
+        self.assertNotIn("SM clock", rl.step_region(self.ladder, 3))  # files without the counter
+        data = gpu_run()
+        for bench in data["benchmarks"]:
+            bench["sm_mhz"] = 1980.0
+        steady = rl.load(self.tree.root, gpu_path=self.tree.write("steady.json", data))
+        self.assertIn("The SM clock, measured after each row's runs, was 1980 MHz throughout.", rl.step_region(steady, 3))
+        data["benchmarks"][2]["sm_mhz"] = 1755.0
+        moved = rl.load(self.tree.root, gpu_path=self.tree.write("moved.json", data))
+        self.assertIn("ranged from 1755 to 1980 MHz.", rl.step_region(moved, 3))
+        self.assertEqual(moved.sm_clock_range(), (1755.0, 1980.0))
+
     def test_replace_regions_keeps_the_rest(self):
         text = "a\n<!-- results:begin -->\nx\n<!-- results:end -->\nb\n<!-- results:begin --><!-- results:end -->\n"
         new = rl.replace_regions(text, "NEW")

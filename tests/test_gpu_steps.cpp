@@ -362,6 +362,15 @@ TEST_CASE("gpu: the roof and the device stamp are measured, not assumed", "[gpu]
   REQUIRE(roof < 1.05 * info.limits.datasheet_gbps);
 }
 
+TEST_CASE("gpu: the SM clock is measured, near the clock the device reports", "[gpu]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  const double reported = pa::gpu::device_info().sm_clock_mhz;
+  const double measured = pa::gpu::measure_sm_clock_mhz();
+  INFO("measured " << measured << " MHz, reported (the maximum) " << reported << " MHz");
+  REQUIRE(measured > 100);
+  if (reported > 0) REQUIRE(measured < 1.1 * reported);  // a clock above the maximum would be a bad count
+}
+
 TEST_CASE("gpu: a bare read times real reads and refuses bad arguments", "[gpu]") {
   if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
   const double datasheet = pa::gpu::device_info().limits.datasheet_gbps;

@@ -73,6 +73,20 @@ __global__ void bare_read(const uint4* __restrict__ data, int chunk_vecs, int re
 }
 // [bare_read]
 
+/// One thread counts its SM's cycles while the global timer advances \p span_ns: out[0] the
+/// cycles, out[1] the nanoseconds (measure_sm_clock_mhz).
+__global__ void clock_probe(unsigned long long* out, unsigned long long span_ns) {
+  unsigned long long start = 0, now = 0;
+  const long long first = clock64();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < span_ns);
+  const long long last = clock64();
+  out[0] = static_cast<unsigned long long>(last - first);
+  out[1] = now - start;
+}
+
 __global__ void probe() {}
 
 std::string compute_reason() {
@@ -502,6 +516,15 @@ double measure_roof_gbps(std::size_t bytes, int runs) {
   };
   const double ms = median_ms(run, runs, false, "stream_read");
   return static_cast<double>(count * sizeof(uint4)) / (ms * 1e-3) / 1e9;
+}
+
+double measure_sm_clock_mhz() {
+  Buffer out(2 * sizeof(unsigned long long), "clock probe");
+  clock_probe<<<1, 1>>>(static_cast<unsigned long long*>(out.data()), 200000);
+  check(cudaGetLastError(), "launch of clock_probe");
+  unsigned long long counts[2] = {0, 0};
+  out.download(counts, sizeof counts);
+  return counts[1] == 0 ? 0.0 : static_cast<double>(counts[0]) * 1e3 / static_cast<double>(counts[1]);
 }
 
 double time_bare_read_ms(std::size_t bytes, std::size_t chunk_bytes, int readers, int threads, int runs) {

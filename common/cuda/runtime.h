@@ -125,6 +125,12 @@ void flush_l2();
 /// same run.
 double measure_roof_gbps(std::size_t bytes = std::size_t{4} << 30, int runs = 20);
 
+/// The SM clock now, in MHz, measured: one thread counts its SM's cycles (clock64) while the
+/// GPU's global timer advances 200 µs. DeviceInfo::sm_clock_mhz is the clock the device reports
+/// as its maximum; the clock it runs at moves with temperature and power, so the benchmarks
+/// read this right after each row's timed launches. Throws CudaError if the probe cannot run.
+double measure_sm_clock_mhz();
+
 /// A bare read of \p bytes (rounded up to whole chunks): programs of \p threads threads, each
 /// reading one chunk of \p chunk_bytes, each chunk read by \p readers programs adjacent in
 /// launch order, and no arithmetic: how fast a kernel with that access pattern could be. Median

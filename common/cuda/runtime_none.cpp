@@ -33,6 +33,7 @@ const std::int32_t* check_tables_async(const DecodeView&, void*, const char*, vo
 void raise_table_fault() { no_cuda(); }
 void flush_l2() { no_cuda(); }
 double measure_roof_gbps(std::size_t, int) { no_cuda(); }
+double measure_sm_clock_mhz() { no_cuda(); }
 double time_bare_read_ms(std::size_t, std::size_t, int, int, int) { no_cuda(); }
 
 }  // namespace pa::gpu
