@@ -851,9 +851,8 @@ def _method_line(ladder: Ladder) -> str:
     clocks = ladder.sm_clock_range()
     if clocks is not None:
         low, high = clocks
-        clock = (f" The SM clock, measured after each row's runs, was {low:.0f} MHz throughout."
-                 if high - low < 0.01 * high else
-                 f" The SM clock, measured after each row's runs, ranged from {low:.0f} to {high:.0f} MHz.")
+        span = f"was {low:.0f} MHz throughout" if high - low < 0.01 * high else f"ranged from {low:.0f} to {high:.0f} MHz"
+        clock = f" The SM clock, measured after each row's runs, {span}."
     return (f"Each time is the {median}, CUDA events, {flush}; "
             "bytes = K+V+q+out+tables per docs/design/BENCHMARKS.md." + clock)
 
