@@ -36,17 +36,18 @@ constexpr std::string_view kWhyNextFor16Bit = "the next fastest for bf16 and f16
 constexpr std::string_view kWhyF32 = "the fastest rung that runs f32 (step 10 multiplies 16-bit inputs only)";
 
 // Step 11 (the persistent programs over a work list balanced by the lengths) goes first for a
-// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261203-73ff0935da.json,
+// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261203-0bbdc0824d.json,
 // bf16, one run for steps 10 and 11): ragged-skew (one sequence of 65536 tokens, 63 of 512; the
-// longest 43 times the mean) 105.5 µs against step 10's 290 (79.0 against 28.8%), ragged-uniform
-// (uniform in [128, 16384]; the longest 2.0 times the mean) 495 against 529 (88.8 against 83.2%).
-// Where the lengths are equal step 10 leads: gqa-batch 490 against 505 µs, small-batch 38.2
-// against 40.7, long-single 38.3 against 39.5, and every one-sequence point from 1k to 1M. The rule "the longest at least 1.5 times the mean" sits between the
+// longest 43 times the mean) 105.7 µs against step 10's 293 (78.9 against 28.4%), ragged-uniform
+// (uniform in [128, 16384]; the longest 2.0 times the mean) 494 against 530 (89.1 against 82.9%).
+// Where the lengths are equal step 10 leads: gqa-batch 488 against 503 µs, small-batch 38.4
+// against 41.0, long-single 38.4 against 39.6, and the one-sequence points from 1k to 1M (level
+// at 128k: 134.7 against 134.3). The rule "the longest at least 1.5 times the mean" sits between the
 // ratios measured (1.0: step 10; 2.0 and 43: step 11); none between them was measured.
 constexpr std::string_view kWhyPersistent =
     "chosen for a ragged batch (the longest sequence at least 1.5 times the mean) in bf16 and f16: its work list "
-    "balances the tokens over the device (H200, docs/results: ragged-skew 2.7 times as fast as step 10, "
-    "ragged-uniform 6% faster)";
+    "balances the tokens over the device (H200, docs/results: ragged-skew 2.8 times as fast as step 10, "
+    "ragged-uniform 7% faster)";
 constexpr double kRaggedRatio = 1.5;
 
 /// Whether \p context_lens are ragged enough for step 11: the longest at least kRaggedRatio
