@@ -410,26 +410,36 @@ inline void check(const DecodeProblem& p, const KernelOptions& options, const ch
 }
 
 // [plan]
-/// Deals \p lengths' tiles of \p tile tokens to as many programs as programs_for gives for the
-/// slots \p out's occupancy leaves (its resident_per_sm), and puts the work list in \p out: its
-/// grid, the workspace of the partials, the tables in memory the plan allocates. Returns the
-/// schedule's clause of the plan's description. Step 12 plans its fp8 programs with it too.
-inline std::string plan_schedule(LaunchPlan& out, const DecodeProblem& p, std::span<const std::int32_t> lengths, int tile,
-                                 const KernelOptions& options, const DeviceLimits& device) {
+/// Programs for \p lengths' tiles of \p tile tokens: as many as programs_for gives for the slots
+/// \p out's occupancy leaves (its resident_per_sm).
+inline int programs_of(const LaunchPlan& out, const DecodeProblem& p, std::span<const std::int32_t> lengths, int tile,
+                       const KernelOptions& options, const DeviceLimits& device) {
   const std::int64_t tiles = work_tiles(lengths, p.num_kv_heads, tile);
   const std::int64_t slots = std::int64_t{device.sm_count} * out.resident_per_sm;
-  const int programs = programs_for(tiles, slots, tile, (step10::kMinTokensPerSplit + tile - 1) / tile, options);
-  std::shared_ptr<const WorkListTables> tables = make_tables(make_schedule(lengths, p.num_kv_heads, tile, programs), p);
+  return programs_for(tiles, slots, tile, (step10::kMinTokensPerSplit + tile - 1) / tile, options);
+}
+
+/// Puts the work list of \p schedule in \p out: its grid, the workspace of the partials, the
+/// tables in memory the plan allocates. Returns the schedule's clause of the plan's description.
+inline std::string use_schedule(LaunchPlan& out, const DecodeProblem& p, Schedule schedule) {
+  std::shared_ptr<const WorkListTables> tables = make_tables(std::move(schedule), p);
   const Schedule& s = tables->schedule;
   out.grid[0] = static_cast<unsigned>(s.programs());
   out.workspace_bytes = pieces_bytes(tables->slots(), p.head_dim);
-  std::string clause = cat(s.tiles, " tiles of ", tile, " tokens, ", (s.work + s.programs() - 1) / s.programs(),
+  std::string clause = cat(s.tiles, " tiles of ", s.tile, " tokens, ", (s.work + s.programs() - 1) / s.programs(),
                            " or fewer a program (an item after its first counted as ",
                            s.item_cost, "), in ", s.items.size(), " items; ", s.cuts.size(),
                            " (sequence, KV head) cut into ", s.parts, " pieces",
                            s.cuts.empty() ? std::string() : cat(", merged by programs of ", tables->merge_threads, " threads (a query head and 32 channels each)"));
   out.tables = std::move(tables);
   return clause;
+}
+
+/// Deals \p lengths' tiles of \p tile tokens to programs_of's programs and puts the work list in
+/// \p out (use_schedule). Returns the schedule's clause of the plan's description.
+inline std::string plan_schedule(LaunchPlan& out, const DecodeProblem& p, std::span<const std::int32_t> lengths, int tile,
+                                 const KernelOptions& options, const DeviceLimits& device) {
+  return use_schedule(out, p, make_schedule(lengths, p.num_kv_heads, tile, programs_of(out, p, lengths, tile, options, device)));
 }
 
 /// The plan for a checked problem and lengths: step 10's program for the problem (its warps,

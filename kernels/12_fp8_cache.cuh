@@ -22,11 +22,16 @@
 ///   the accumulators once at the end.
 /// - A program is one warp of 128 channels on 32-token tiles where step 10's has two of 64:
 ///   one warp computes the scores and converts K once (kShapes says what that saves).
+/// - Where the portions are long, each program's last kClaimTiles tiles are items that the
+///   programs done with their runs claim at run time (claim_tails): fp8 programs of equal loads
+///   end further apart than bf16 ones, and the slow ones' last tiles go to those done first.
 /// A problem whose K/V are not fp8 runs as step 11.
 ///
 ///     build/current/steps/step12_fp8_cache --help
 
 #include <cmath>
+#include <cstddef>
+#include <tuple>
 
 #include "kernels/11_persistent.cuh"
 
@@ -413,16 +418,46 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   }
 }
 
+// ----- claimed tails ---------------------------------------------------------------------------
+// [claims]
+/// The items of a launch that programs claim at run time: items [begin, end) of the work list,
+/// each taken by the next program whose own run is done, in list order. `made` counts the claims
+/// made so far; the launch sets it to 0 before the kernel. No claims: begin == end.
+struct Claims {
+  gspan<std::int32_t> made;  ///< [1], in the workspace after the partials
+  int begin = 0;
+  int end = 0;
+};
+
+/// The next claimed item for the calling program, the same for all its threads: thread 0 counts a
+/// claim and hands the item through slot \p slot of \p shared (a float: exact, as the plan keeps
+/// the count under 2^24). claims.end or more when none is left. Both barriers are the program's:
+/// the first also ends its use of the stages by the item before.
+template <class Shared>
+__device__ __forceinline__ int claim_item(const Claims& claims, Shared shared, int slot) {
+  __syncthreads();  // every thread has read the last claim from the slot
+  if (threadIdx.x == 0) shared[slot] = static_cast<float>(claims.begin + atomic_add(claims.made, 0, 1));
+  __syncthreads();
+  return static_cast<int>(shared[slot]);
+}
+// [claims]
+
 /// Step 11's persistent program, its items run by fp8_attend.
 template <class T, int HEAD_DIM, bool PLANTED_E5M2, int TILE, int PART_DIMS, int STAGES>
 __global__ void __maxnreg__(register_cap(HEAD_DIM, TILE, PART_DIMS))
-    fp8_persistent_decode(DecodeArgs<T> args, Fp8Caches caches, step11::WorkList work, Partials partials) {
+    fp8_persistent_decode(DecodeArgs<T> args, Fp8Caches caches, step11::WorkList work, Claims claims, Partials partials) {
   PA_DYNAMIC_SHARED(float, shared);
   allow_next_kernel();
   const int first = work.first_item[blockIdx.x];
-  const int stop = work.first_item[blockIdx.x + 1];
+  int stop = work.first_item[blockIdx.x + 1];
   const int group_size = args.group_size();
-  for (int i = first; i < stop; ++i) {
+  for (int i = first;; ++i) {
+    if (i >= stop) {  // its own run done: the next claimed item, while any is left
+      if (claims.begin == claims.end) break;
+      i = claim_item(claims, shared, STAGES * stage_floats(HEAD_DIM, TILE));
+      if (i >= claims.end) break;
+      stop = i + 1;
+    }
     const Vec<std::int32_t, 4> where = load_vec<4>(work.items, std::int64_t{i} * step11::kItemInts);
     const Vec<std::int32_t, 4> how = load_vec<4>(work.items, std::int64_t{i} * step11::kItemInts + 4);
     const int seq = where.v[0];
@@ -474,6 +509,105 @@ DecodeArgs<T> fp8_args(const DecodeView& view) {
   return args;
 }
 
+// [claim_tails]
+/// Tiles at the end of each program's run that become an item claimed at run time, where a plan
+/// has claims. On the H200 (`gqa-batch-fp8`, lab/perf-log.md v92 and v102): the last 4 tiles as
+/// one item, 267-269 µs against 271-275 with none; 6 tiles 269, 8 tiles 271; more tiles or
+/// smaller items (6 in items of 3, 10 of 5, 12, 16 of 8) 276-280: each item pays a start.
+inline constexpr int kClaimTiles = 4;
+/// The shortest portion, in tiles, for which a plan has claims. With short portions most of a
+/// program's work becomes claims, each paying an item's start: step 11's bf16 programs with
+/// claims (v92) were 10-15% slower on `small-batch` and `long-single` (portions of 16 tiles) and
+/// no faster on `ragged-skew` (33); `gqa-batch-fp8`'s portions are 84 tiles. (bf16 K/V run as
+/// step 11, without claims: there they cost 1% even at portions of 165 tiles, v92.)
+inline constexpr int kClaimFromPortion = 48;
+/// Bytes of shared memory after a program's stages: the slot claim_item hands an item through.
+inline constexpr std::size_t kClaimSlotBytes = 16;
+
+/// Moves the last \p tiles tiles of each program's run in \p s to items of up to \p tiles tiles,
+/// after every program's run (items first_item[programs] .. items.size() - 1), in program order:
+/// the claimed items (Claims). Numbers the pieces of every pair again, in token order, in pair
+/// order: a pair one of whose items moved is cut, and its pieces are merged as step 11's are.
+inline void claim_tails(step11::Schedule& s, int tiles) {
+  using step11::WorkItem;
+  auto tiles_of = [&](const WorkItem& item) { return (item.end - item.begin + s.tile - 1) / s.tile; };
+  std::vector<WorkItem> kept, claimed;
+  std::vector<int> first(s.first_item.size(), 0);
+  for (int p = 0; p < s.programs(); ++p) {
+    const int from = s.first_item[static_cast<std::size_t>(p)], to = s.first_item[static_cast<std::size_t>(p) + 1];
+    std::int64_t run = 0;
+    for (int i = from; i < to; ++i) run += tiles_of(s.items[static_cast<std::size_t>(i)]);
+    const std::int64_t keep = std::max<std::int64_t>(0, run - tiles);  // tiles the program keeps
+    std::int64_t done = 0;
+    for (int i = from; i < to; ++i) {
+      const WorkItem& item = s.items[static_cast<std::size_t>(i)];
+      const int n = tiles_of(item);
+      if (done + n <= keep) {  // the whole item stays
+        kept.push_back(item);
+        done += n;
+        continue;
+      }
+      const int stays = static_cast<int>(std::max<std::int64_t>(0, keep - done));
+      if (stays > 0) kept.push_back({item.seq, item.kv_head, item.begin, item.begin + stays * s.tile, -1, false});
+      done = keep;
+      for (int b = item.begin + stays * s.tile; b < item.end; b += tiles * s.tile) {
+        const int e = std::min(item.end, b + tiles * s.tile);
+        claimed.push_back({item.seq, item.kv_head, b, e, -1, item.last && e == item.end});
+      }
+    }
+    first[static_cast<std::size_t>(p) + 1] = static_cast<int>(kept.size());
+  }
+  s.first_item = std::move(first);
+  s.items = std::move(kept);
+  s.items.insert(s.items.end(), claimed.begin(), claimed.end());
+  // The pieces again, as make_schedule numbers them: pairs in (sequence, KV head) order, each cut
+  // pair's pieces in token order.
+  std::vector<int> order(s.items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const WorkItem& x = s.items[static_cast<std::size_t>(a)];
+    const WorkItem& y = s.items[static_cast<std::size_t>(b)];
+    return std::tie(x.seq, x.kv_head, x.begin) < std::tie(y.seq, y.kv_head, y.begin);
+  });
+  s.cuts.clear();
+  s.parts = 0;
+  for (std::size_t k = 0; k < order.size();) {
+    const WorkItem& head = s.items[static_cast<std::size_t>(order[k])];
+    std::size_t n = k;
+    while (n < order.size() && s.items[static_cast<std::size_t>(order[n])].seq == head.seq &&
+           s.items[static_cast<std::size_t>(order[n])].kv_head == head.kv_head)
+      ++n;
+    if (n - k == 1) {
+      s.items[static_cast<std::size_t>(order[k])].part = -1;
+    } else {
+      s.cuts.push_back({head.seq, head.kv_head, s.parts, static_cast<int>(n - k)});
+      for (std::size_t j = k; j < n; ++j) s.items[static_cast<std::size_t>(order[j])].part = s.parts++;
+    }
+    k = n;
+  }
+}
+
+/// Whether a plan of schedule \p s has claims: portions of at least kClaimFromPortion tiles, and
+/// a claim count that a float carries exactly (claim_item).
+inline bool claims_pay(const step11::Schedule& s) {
+  return s.work / s.programs() >= kClaimFromPortion &&
+         static_cast<std::int64_t>(s.items.size()) + 2 * std::int64_t{s.programs()} < (std::int64_t{1} << 24);
+}
+
+/// Where the claims' count of \p tables's plan is in \p workspace: after the partials
+/// (step11::pieces_bytes).
+inline std::int32_t* claims_count_in(void* workspace, const step11::WorkListTables& tables, int head_dim) {
+  return reinterpret_cast<std::int32_t*>(static_cast<std::byte*>(workspace) + step11::pieces_bytes(tables.slots(), head_dim));
+}
+
+/// The claimed items of \p tables's work list (none: an empty range), counted at \p made.
+inline Claims claims_of(const step11::WorkListTables& tables, std::int32_t* made) {
+  const step11::Schedule& s = tables.schedule;
+  const int begin = s.first_item.back(), end = static_cast<int>(s.items.size());
+  return {gspan<std::int32_t>(made, begin < end ? 1 : 0, "claims_made"), begin, end};
+}
+// [claim_tails]
+
 /// Step 11's checks (step11::check), in this step's name; with fp8 K/V a layout of whole 16-byte
 /// units of fp8 (step 11 asks for units of 16-bit elements).
 inline void check(const DecodeProblem& p, const KernelOptions& options) {
@@ -498,14 +632,26 @@ inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t
   out.problem = p;
   out.options = options;
   out.threads = warps * 32;
-  out.shared_bytes = std::size_t(shape.stages) * stage_floats(p.head_dim, shape.tile) * sizeof(float);
+  out.shared_bytes = std::size_t(shape.stages) * stage_floats(p.head_dim, shape.tile) * sizeof(float) + kClaimSlotBytes;
   with_kernel(p, [&](auto kernel_function, auto, auto) {
     out.resident_per_sm = out.shared_bytes <= device.shared_per_block_optin
                               ? resident_programs_per_sm(kernel_function, out.threads, out.shared_bytes, device)
                               : 0;
   });
   step07::require_fits(out, device, kName);
-  const std::string schedule = step11::plan_schedule(out, p, lengths, shape.tile, options, device);
+  step11::Schedule planned = step11::make_schedule(lengths, p.num_kv_heads, shape.tile,
+                                                   step11::programs_of(out, p, lengths, shape.tile, options, device));
+  const bool claims = claims_pay(planned);
+  if (claims) claim_tails(planned, kClaimTiles);
+  const int programs = planned.programs();
+  std::string schedule = step11::use_schedule(out, p, std::move(planned));
+  if (claims) {
+    const step11::Schedule& s = static_cast<const step11::WorkListTables&>(*out.tables).schedule;
+    out.workspace_bytes += align_up(sizeof(std::int32_t));  // the claims' count (claims_count_in)
+    schedule += cat("; the last ", kClaimTiles, " tiles of each of the ", programs, " programs as ",
+                    s.items.size() - static_cast<std::size_t>(s.first_item.back()),
+                    " items claimed at run time by the programs done first");
+  }
   const int parts = parts_for(p.head_dim, shape.part_dims);
   out.description = cat(describe_launch(out), ", fp8 e4m3 K/V (k_scale ", p.k_scale, ", v_scale ", p.v_scale,
                         "), a warp for each 16 heads and ", (p.head_dim / 16 + parts - 1) / parts * 16, " channels, tile ",
@@ -548,13 +694,19 @@ inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stre
   const DecodeProblem& p = view.problem;
   const step11::WorkList work = tables->work_list();
   const Partials pieces = step11::pieces_in(view.workspace, tables->slots(), p.head_dim);
+  std::int32_t* made = claims_count_in(view.workspace, *tables, p.head_dim);
+  const Claims claims = claims_of(*tables, made);
+  if (claims.begin < claims.end) {  // the count from 0, in order before the kernel
+    if constexpr (kBackend == Backend::cuda) gpu::zero_async(made, sizeof(std::int32_t), stream);
+    else *made = 0;
+  }
   const Fp8Caches caches = fp8_caches(view);
   auto run = [&](auto kernel, auto storage, auto head_dim) {
     using T = std::remove_cvref_t<decltype(storage)>;
     constexpr int D = decltype(head_dim)::value;
     const DecodeArgs<T> args = fp8_args<T>(view);
     launch_kernel("step12_fp8_persistent_decode", kernel, dim3(plan.grid[0]), dim3(plan.threads), plan.shared_bytes,
-                  stream, args, caches, work, pieces);
+                  stream, args, caches, work, claims, pieces);
     if (!tables->schedule.cuts.empty())
       launch_kernel_overlapped("step12_merge_pieces", step11::merge_pieces<T, D>,
                                merge_grid(tables->schedule.cuts.size(), p.group_size(), D),

@@ -438,34 +438,21 @@ TEST_CASE("gpu: once uploaded, the block tables are the device's own: reusing th
   REQUIRE(result.ok);
 }
 
-TEST_CASE("gpu step11: one launch captured in a CUDA graph, replayed with new lengths, gives the oracle's answer each time",
-          "[gpu][step11]") {
-  // A serving engine captures the decode call once and replays it every step with the lengths
-  // its staging buffer uploaded: step 11's plan (its work list in device memory) is made for the
-  // first lengths, and each replay reads the lengths of the moment.
-  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
 #if PAGEDATTN_HAVE_CUDA
+namespace {
+/// One launch of \p step's plan for \p planned (made for \p device), captured in a CUDA graph,
+/// replayed with each lengths of \p replays (a serving engine's decode steps: each replay reads
+/// the lengths of the moment), in checked mode off and on: the oracle's answer each time, and
+/// the first replay's bits again at the last (the same lengths). \p full holds every sequence's
+/// cache to its capacity. Returns the plan's description.
+std::string check_graph_replays(int step, const pa::Workload& full, const std::vector<std::int32_t>& planned,
+                                const std::vector<std::vector<std::int32_t>>& replays, const pa::DeviceLimits& device_limits) {
   const auto require_ok = [](cudaError_t status, const char* what) {
     INFO(what << ": " << cudaGetErrorString(status));
     REQUIRE(status == cudaSuccess);
   };
-  pa::WorkloadSpec spec = pa::debug_spec();  // 4 query heads over 2 KV heads, head dim 64
-  spec.name = "graph-replay";
-  spec.dtype = DType::bf16;
-  spec.context_lens.assign(6, 9000);  // every sequence's cache holds 9000 tokens: each replay uses a prefix
-  pa::Workload full = pa::make_workload(spec);
-  full.problem.total_context_len = 0;  // unknown: the lengths change from replay to replay
-  const std::vector<std::int32_t> planned = {6000, 500, 200, 3000, 32, 0};
-  const std::vector<std::vector<std::int32_t>> replays = {
-      planned,                              // as planned
-      {6001, 501, 201, 3001, 33, 1},        // a token later
-      {9000, 700, 300, 4100, 64, 2},        // all longer than planned, one to the capacity
-      {0, 0, 0, 0, 0, 0},                   // every sequence empty
-      {64, 9000, 0, 1, 4100, 2},            // the long one moved
-      planned,                              // as planned again: the same bits as the first
-  };
-  const pa::KernelEntry& entry = pa::kernel(11, Backend::cuda);
-  const pa::LaunchPlan plan = pa::plan_for(entry, full.problem, planned, {}, pa::gpu::device_info().limits);
+  const pa::KernelEntry& entry = pa::kernel(step, Backend::cuda);
+  const pa::LaunchPlan plan = pa::plan_for(entry, full.problem, planned, {}, device_limits);
   pa::DeviceWorkload device(full);
   for (const bool checked : {false, true}) {
     INFO("checked mode " << (checked ? "on" : "off") << "; " << plan.description);
@@ -503,6 +490,68 @@ TEST_CASE("gpu step11: one launch captured in a CUDA graph, replayed with new le
     require_ok(cudaGraphDestroy(graph), "cudaGraphDestroy");
     require_ok(cudaStreamDestroy(stream), "cudaStreamDestroy");
   }
+  return plan.description;
+}
+}  // namespace
+#endif
+
+TEST_CASE("gpu step11: one launch captured in a CUDA graph, replayed with new lengths, gives the oracle's answer each time",
+          "[gpu][step11]") {
+  // A serving engine captures the decode call once and replays it every step with the lengths
+  // its staging buffer uploaded: step 11's plan (its work list in device memory) is made for the
+  // first lengths, and each replay reads the lengths of the moment.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+#if PAGEDATTN_HAVE_CUDA
+  pa::WorkloadSpec spec = pa::debug_spec();  // 4 query heads over 2 KV heads, head dim 64
+  spec.name = "graph-replay";
+  spec.dtype = DType::bf16;
+  spec.context_lens.assign(6, 9000);  // every sequence's cache holds 9000 tokens: each replay uses a prefix
+  pa::Workload full = pa::make_workload(spec);
+  full.problem.total_context_len = 0;  // unknown: the lengths change from replay to replay
+  const std::vector<std::int32_t> planned = {6000, 500, 200, 3000, 32, 0};
+  check_graph_replays(11, full, planned,
+                      {
+                          planned,                              // as planned
+                          {6001, 501, 201, 3001, 33, 1},        // a token later
+                          {9000, 700, 300, 4100, 64, 2},        // all longer than planned, one to the capacity
+                          {0, 0, 0, 0, 0, 0},                   // every sequence empty
+                          {64, 9000, 0, 1, 4100, 2},            // the long one moved
+                          planned,                              // as planned again: the same bits as the first
+                      },
+                      pa::gpu::device_info().limits);
+#endif
+}
+
+TEST_CASE("gpu step12: fp8 K/V with claimed tails, in a CUDA graph replayed with new lengths", "[gpu][step12][fp8]") {
+  // Claims need long portions: the plan is made for 2 of the device's SMs (24 programs at 12 an
+  // SM), so these lengths give each program about 70 tiles. The claims' count is set to 0 by the launch
+  // (a node of the graph), so every replay claims from the first item again.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+#if PAGEDATTN_HAVE_CUDA
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.name = "graph-replay-fp8";
+  spec.dtype = DType::bf16;
+  spec.fp8_kv = true;
+  spec.num_q_heads = 8;
+  spec.num_kv_heads = 2;
+  spec.head_dim = 128;
+  spec.context_lens.assign(6, 9000);
+  pa::Workload full = pa::make_workload(spec);
+  full.problem.total_context_len = 0;
+  const std::vector<std::int32_t> planned = {9000, 9000, 200, 9000, 32, 0};
+  pa::DeviceLimits two_sms = pa::gpu::device_info().limits;
+  two_sms.sm_count = 2;
+  const std::string description = check_graph_replays(12, full, planned,
+                                                      {
+                                                          planned,
+                                                          {8999, 9000, 201, 7000, 33, 1},
+                                                          {0, 0, 0, 0, 0, 0},
+                                                          {64, 9000, 9000, 1, 9000, 2},
+                                                          planned,
+                                                      },
+                                                      two_sms);
+  INFO(description);
+  REQUIRE(description.find("claimed at run time") != std::string::npos);
 #endif
 }
 

@@ -2,13 +2,14 @@
 // its plan makes (every token of every (sequence, KV head) covered once, the programs' portions
 // within a tile of each other, short pairs cut only where a portion ends), and its launches with
 // lengths other than the ones planned for (longer, shorter, zero: a CUDA graph replayed across
-// decode steps sees those), in the emulator against the oracle.
+// decode steps sees those), in the emulator against the oracle. Then step 12's claimed tails:
+// the work list claim_tails makes from step 11's, and fp8 launches whose programs claim items.
 #include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include "kernels/11_persistent.cuh"
+#include "kernels/12_fp8_cache.cuh"
 #include "tests/step_checks.h"
 
 using pa::Backend;
@@ -18,6 +19,7 @@ using namespace pa::testing;
 namespace {
 
 namespace s11 = pa::kernels_emu::step11;
+namespace s12 = pa::kernels_emu::step12;
 
 /// Every property a work list promises, for lengths \p lengths over \p kv_heads KV heads in
 /// tiles of \p tile on \p programs programs, an item after a program's first costing \p item_cost.
@@ -137,9 +139,10 @@ pa::Workload workload_of(const std::vector<int>& lengths, int capacity) {
   return w;
 }
 
-/// Runs \p plan on \p w in the emulator (output and workspace poisoned) and requires the oracle's answer.
-void require_oracle_with_plan(const pa::Workload& w, const pa::LaunchPlan& plan, const std::string& what) {
-  const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
+/// Runs \p plan of step \p step on \p w in the emulator (output and workspace poisoned) and
+/// requires the oracle's answer.
+void require_oracle_with_plan(const pa::Workload& w, const pa::LaunchPlan& plan, const std::string& what, int step = 11) {
+  const pa::KernelEntry& entry = pa::kernel(step, Backend::emulator);
   std::vector<std::byte> out(w.out_bytes(), std::byte{0xff}), workspace(plan.workspace_bytes, std::byte{0xff});
   entry.launch(w.host_view(out.data(), workspace.data(), workspace.size()), plan, nullptr);
   const pa::CompareResult result = pa::check_against_oracle(w, pa::oracle_rows(w), out, entry.weights_in_storage_type);
@@ -307,4 +310,148 @@ TEST_CASE("step11: on pretend devices of 1 to 132 SMs the answer is the oracle's
   }
   const pa::RunOutput first = run_on(Backend::emulator, 11, w), second = run_on(Backend::emulator, 11, w);
   require_same_bits(w, first, second, "a second run");
+}
+
+// ----- step 12: claimed tails ----------------------------------------------------------------
+
+namespace {
+
+/// What claim_tails promises, for \p before (make_schedule's) and \p after (claim_tails of it with
+/// \p tiles): each program keeps its run but the last \p tiles tiles, in order; the rest follow
+/// every run as items of at most \p tiles tiles, in program order; every token of every pair once,
+/// exactly one item a pair marked last (the one that ends it); the pieces of each cut pair
+/// numbered in token order, the cut pairs in (sequence, KV head) order, a whole pair unnumbered.
+void check_claimed(const s11::Schedule& before, const s11::Schedule& after, const std::vector<std::int32_t>& lengths,
+                   int kv_heads, int tiles) {
+  const int tile = before.tile;
+  auto tiles_of = [&](const s11::WorkItem& item) { return (item.end - item.begin + tile - 1) / tile; };
+  REQUIRE(after.programs() == before.programs());
+  REQUIRE(after.first_item.front() == 0);
+  REQUIRE(std::is_sorted(after.first_item.begin(), after.first_item.end()));
+  REQUIRE(after.first_item.back() <= static_cast<int>(after.items.size()));
+  for (int p = 0; p < before.programs(); ++p) {
+    INFO("program " << p);
+    std::int64_t run = 0, kept = 0;
+    for (int i = before.first_item[static_cast<std::size_t>(p)]; i < before.first_item[static_cast<std::size_t>(p) + 1]; ++i)
+      run += tiles_of(before.items[static_cast<std::size_t>(i)]);
+    for (int i = after.first_item[static_cast<std::size_t>(p)]; i < after.first_item[static_cast<std::size_t>(p) + 1]; ++i)
+      kept += tiles_of(after.items[static_cast<std::size_t>(i)]);
+    REQUIRE(kept == std::max<std::int64_t>(0, run - tiles));
+  }
+  std::int64_t claimed_tiles = 0;
+  for (std::size_t i = static_cast<std::size_t>(after.first_item.back()); i < after.items.size(); ++i) {
+    REQUIRE(tiles_of(after.items[i]) >= 1);
+    REQUIRE(tiles_of(after.items[i]) <= tiles);
+    claimed_tiles += tiles_of(after.items[i]);
+  }
+  REQUIRE(claimed_tiles <= std::int64_t{tiles} * before.programs());
+  std::vector<std::vector<std::size_t>> items_of(lengths.size() * static_cast<std::size_t>(kv_heads));
+  for (std::size_t i = 0; i < after.items.size(); ++i)
+    items_of[static_cast<std::size_t>(after.items[i].seq * kv_heads + after.items[i].kv_head)].push_back(i);
+  std::size_t cuts = 0;
+  int parts = 0;
+  for (int seq = 0; seq < static_cast<int>(lengths.size()); ++seq)
+    for (int kv_head = 0; kv_head < kv_heads; ++kv_head) {
+      INFO("pair (" << seq << ", " << kv_head << ")");
+      std::vector<std::size_t> items = items_of[static_cast<std::size_t>(seq * kv_heads + kv_head)];
+      REQUIRE(!items.empty());
+      std::sort(items.begin(), items.end(), [&](std::size_t a, std::size_t b) { return after.items[a].begin < after.items[b].begin; });
+      int covered = 0;
+      for (const std::size_t i : items) {
+        const s11::WorkItem& item = after.items[i];
+        REQUIRE(item.begin == covered);
+        REQUIRE(item.begin % tile == 0);
+        REQUIRE(item.end >= item.begin);
+        REQUIRE(item.last == (i == items.back()));
+        covered = item.end;
+      }
+      REQUIRE(covered == lengths[static_cast<std::size_t>(seq)]);
+      if (items.size() == 1) {
+        REQUIRE(after.items[items[0]].part == -1);
+        continue;
+      }
+      REQUIRE(cuts < after.cuts.size());
+      const s11::CutPair& cut = after.cuts[cuts++];
+      REQUIRE((cut.seq == seq && cut.kv_head == kv_head && cut.first_part == parts && cut.pieces == static_cast<int>(items.size())));
+      for (const std::size_t i : items) REQUIRE(after.items[i].part == parts++);
+    }
+  REQUIRE(cuts == after.cuts.size());
+  REQUIRE(parts == after.parts);
+}
+
+/// An fp8 workload (bf16 q, 8 query heads over 2 KV heads, head dim 128) of \p lengths.
+pa::Workload fp8_workload(const std::vector<int>& lengths) {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.name = "fp8-claims";
+  spec.num_q_heads = 8;
+  spec.num_kv_heads = 2;
+  spec.head_dim = 128;
+  spec.dtype = DType::bf16;
+  spec.fp8_kv = true;
+  spec.context_lens = lengths;
+  return pa::make_workload(spec);
+}
+
+}  // namespace
+
+TEST_CASE("step12: claim_tails moves each program's last tiles to items claimed after every run", "[step12][fp8]") {
+  auto check = [](const std::vector<std::int32_t>& lengths, int kv_heads, int tile, int programs, int tiles) {
+    INFO(lengths.size() << " sequences, " << kv_heads << " KV heads, tile " << tile << ", " << programs << " programs, claims of "
+                        << tiles << " tiles");
+    const s11::Schedule before = s11::make_schedule(lengths, kv_heads, tile, programs);
+    s11::Schedule after = before;
+    s12::claim_tails(after, tiles);
+    check_claimed(before, after, lengths, kv_heads, tiles);
+  };
+  check({}, 8, 32, 1, 4);
+  check({0, 0, 0}, 2, 32, 3, 4);
+  check({65536, 512, 512, 0, 512}, 8, 32, 7, 4);
+  check({1, 31, 32, 33, 64, 65}, 1, 32, 3, 1);  // every program's run claimed whole
+  check({100, 200}, 4, 64, 50, 4);               // programs with no items
+  for (std::uint32_t seed = 1; seed <= 20; ++seed)
+    for (const int programs : {1, 2, 5, 16, 133})
+      for (const int tiles : {1, 4, 9})
+        check(drawn_lengths(1 + static_cast<int>(seed % 40), seed), 1 + static_cast<int>(seed % 8), seed % 2 ? 32 : 64, programs,
+              tiles);
+}
+
+TEST_CASE("step12: fp8 plans claim where the portions are long, and the claims give the oracle's answer in any order",
+          "[step12][fp8]") {
+  const pa::KernelEntry& entry = pa::kernel(12, Backend::emulator);
+  const pa::Workload w = fp8_workload({12000, 5, 0, 5000, 33, 8200});
+  // On a pretend H200 the portions are short: no claims. On 1 and 2 SMs they are long.
+  const pa::LaunchPlan full = entry.plan_lengths(w.problem, w.context_lens, {}, pa::DeviceLimits::pretend_h200());
+  INFO(full.description);
+  REQUIRE(full.description.find("claimed at run time") == std::string::npos);
+  for (const int sms : {1, 2}) {
+    const pa::LaunchPlan plan = entry.plan_lengths(w.problem, w.context_lens, {}, with_sms(sms));
+    INFO(plan.description);
+    REQUIRE(plan.description.find("claimed at run time") != std::string::npos);
+    const auto* tables = dynamic_cast<const s11::WorkListTables*>(plan.tables.get());
+    REQUIRE(tables != nullptr);
+    REQUIRE(tables->schedule.first_item.back() < static_cast<int>(tables->schedule.items.size()));
+    require_oracle_with_plan(w, plan, pa::cat(sms, " SMs"), 12);
+  }
+  // One plan launched again and again on one workspace (the count left by the launch before),
+  // and in shuffled orders, where other programs take the claims: the same bits every time.
+  const pa::LaunchPlan plan = entry.plan_lengths(w.problem, w.context_lens, {}, with_sms(1));
+  std::vector<std::byte> workspace(plan.workspace_bytes, std::byte{0xff});
+  auto run = [&]() {
+    std::vector<std::byte> out(w.out_bytes(), std::byte{0xff});
+    entry.launch(w.host_view(out.data(), workspace.data(), workspace.size()), plan, nullptr);
+    return out;
+  };
+  const std::vector<std::byte> first = run();
+  REQUIRE(pa::check_against_oracle(w, pa::oracle_rows(w), first, entry.weights_in_storage_type).ok);
+  for (int again = 0; again < 3; ++again) {
+    const pa::CompareResult same = pa::compare_bitwise(w.problem, first.data(), run().data());
+    INFO("launch " << again + 2 << ": " << same.summary());
+    REQUIRE(same.ok);
+  }
+  for (const pa::emu::ThreadOrder order : shuffled_orders()) {
+    const pa::emu::ScopedThreadOrder scoped(order);
+    const pa::CompareResult same = pa::compare_bitwise(w.problem, first.data(), run().data());
+    INFO(pa::emu::describe(order) << ": " << same.summary());
+    REQUIRE(same.ok);
+  }
 }

@@ -465,6 +465,10 @@ void raise_table_fault() {
   throw_table_fault(problem, fault, function);
 }
 
+void zero_async(void* device_ptr, std::size_t bytes, void* stream) {
+  check(cudaMemsetAsync(device_ptr, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync (zero_async)");
+}
+
 void flush_l2() {
   // Read, not write: a memset leaves the L2 full of dirty lines, and the timed kernel then pays
   // for writing them back to DRAM as its reads evict them (measured on the H200: a bare read of

@@ -116,6 +116,11 @@ const std::int32_t* check_tables_async(const DecodeView& view, void* scratch, co
 /// finished. Reads host memory only: it neither waits nor calls CUDA.
 void raise_table_fault();
 
+/// Sets \p bytes of device memory at \p device_ptr to zero, in order on \p stream (a
+/// cudaStream_t; nullptr the default stream): `cudaMemsetAsync`, which a CUDA graph may capture.
+/// Throws CudaError if it cannot be issued.
+void zero_async(void* device_ptr, std::size_t bytes, void* stream);
+
 /// Evicts the L2 cache by reading a buffer twice its size that nothing writes, so the lines it
 /// leaves are clean (outside any timed region; runtime.cu says why not a memset).
 void flush_l2();

@@ -31,6 +31,7 @@ void synchronize(std::string_view) { no_cuda(); }
 void prepare_table_check() { no_cuda(); }
 const std::int32_t* check_tables_async(const DecodeView&, void*, const char*, void*) { no_cuda(); }
 void raise_table_fault() { no_cuda(); }
+void zero_async(void*, std::size_t, void*) { no_cuda(); }
 void flush_l2() { no_cuda(); }
 double measure_roof_gbps(std::size_t, int) { no_cuda(); }
 double measure_sm_clock_mhz() { no_cuda(); }

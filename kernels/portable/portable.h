@@ -284,6 +284,21 @@ __device__ __forceinline__ void store_vec(const gspan<T>& span, std::int64_t ind
 #endif
 }
 
+/// Adds \p value to element \p index of \p span as one atomic operation and returns what it held
+/// before: `atomicAdd` under nvcc (relaxed, device scope), so of the programs that add at once
+/// each sees a different value. The emulator runs one program at a time and one of its threads
+/// at a time: there a checked load and store do the same (and count their bytes).
+template <class T>
+__device__ __forceinline__ T atomic_add(const gspan<T>& span, std::int64_t index, T value PA_CALLER_WHERE) {
+#if defined(__CUDACC__)
+  return atomicAdd(span.ptr + index, value);
+#else
+  const T before = span.load(index, where);
+  span.store(index, before + value, where);
+  return before;
+#endif
+}
+
 // ----- shared-memory slots ------------------------------------------------------------------
 // A loop that addresses the same shared-memory slots every iteration can name them once:
 // shared_slot(shared, at) is floats [at, at+4) of \p shared, `slot + floats` a slot further on.

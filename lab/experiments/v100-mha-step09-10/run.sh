@@ -30,7 +30,11 @@ if i is None: print('no ncu rows'); raise SystemExit
 head, units, vals = rows[i], rows[i + 1], rows[i + 2]
 out = []
 for h, u, v in zip(head, units, vals):
-    if '__' not in h: continue
+    # --page raw prints every metric it has (device attributes too): keep the ones asked for
+    if not h.startswith(('smsp__average_warps_issue_stalled', 'smsp__issue_active.avg', 'dram__', 'lts__',
+                         'sm__warps_active.avg', 'gpu__time_duration', 'smsp__inst_executed.sum',
+                         'l1tex__data_bank', 'launch__registers_per_thread', 'launch__occupancy_limit_registers',
+                         'sm__maximum_warps_per_active_cycle_pct')): continue
     try: x = float(v.replace(',', ''))
     except ValueError: continue
     name = h.replace('smsp__average_warps_issue_stalled_', 'stall ').replace('_per_issue_active.ratio', '')
