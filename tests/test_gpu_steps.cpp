@@ -438,6 +438,20 @@ TEST_CASE("gpu: once uploaded, the block tables are the device's own: reusing th
   REQUIRE(result.ok);
 }
 
+namespace {
+/// A spec with fp8 K/V and bf16 q, 8 query heads over 2 KV heads, head dim 128, named \p name.
+pa::WorkloadSpec fp8_spec(const char* name) {
+  pa::WorkloadSpec spec = pa::debug_spec();
+  spec.name = name;
+  spec.dtype = DType::bf16;
+  spec.fp8_kv = true;
+  spec.num_q_heads = 8;
+  spec.num_kv_heads = 2;
+  spec.head_dim = 128;
+  return spec;
+}
+}  // namespace
+
 #if PAGEDATTN_HAVE_CUDA
 namespace {
 /// One launch of \p step's plan for \p planned (made for \p device), captured in a CUDA graph,
@@ -528,13 +542,7 @@ TEST_CASE("gpu step12: fp8 K/V with claimed tails, in a CUDA graph replayed with
   // (a node of the graph), so every replay claims from the first item again.
   if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
 #if PAGEDATTN_HAVE_CUDA
-  pa::WorkloadSpec spec = pa::debug_spec();
-  spec.name = "graph-replay-fp8";
-  spec.dtype = DType::bf16;
-  spec.fp8_kv = true;
-  spec.num_q_heads = 8;
-  spec.num_kv_heads = 2;
-  spec.head_dim = 128;
+  pa::WorkloadSpec spec = fp8_spec("graph-replay-fp8");
   spec.context_lens.assign(6, 9000);
   pa::Workload full = pa::make_workload(spec);
   full.problem.total_context_len = 0;
@@ -580,13 +588,7 @@ TEST_CASE("gpu step12: fp8 K/V, pools over 2^31 and 2^32 bytes (9 GB of device m
 
 TEST_CASE("gpu step12: fp8 K/V, one sequence of 128k tokens", "[gpu][step12][fp8]") {
   if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
-  pa::WorkloadSpec spec = pa::debug_spec();
-  spec.name = "128k-fp8";
-  spec.dtype = DType::bf16;
-  spec.fp8_kv = true;
-  spec.num_q_heads = 8;
-  spec.num_kv_heads = 2;
-  spec.head_dim = 128;
+  pa::WorkloadSpec spec = fp8_spec("128k-fp8");
   spec.context_lens = {131072, 4097};
   require_oracle_match(Backend::cuda, 12, pa::make_workload(spec));
 }
