@@ -27,6 +27,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/cuda/runtime.h"
@@ -100,6 +101,35 @@ inline std::int64_t work_tiles(std::span<const std::int32_t> lengths, int num_kv
   std::int64_t tiles = 0;
   for (const std::int32_t length : lengths) tiles += (std::int64_t{length} + tile - 1) / tile;
   return tiles * num_kv_heads;
+}
+
+/// Numbers the pieces of \p s's cut pairs (pairs with more than one item) and lists the cuts:
+/// the pairs in (sequence, KV head) order, each one's pieces in token order, the slots
+/// consecutive; an item whose pair it holds whole gets part -1.
+inline void number_pieces(Schedule& s) {
+  std::vector<int> order(s.items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  auto key = [&](int i) {
+    const WorkItem& item = s.items[static_cast<std::size_t>(i)];
+    return std::tuple{item.seq, item.kv_head, item.begin};
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+  s.cuts.clear();
+  s.parts = 0;
+  for (std::size_t k = 0; k < order.size();) {
+    const WorkItem& first = s.items[static_cast<std::size_t>(order[k])];
+    std::size_t n = k + 1;
+    while (n < order.size() && s.items[static_cast<std::size_t>(order[n])].seq == first.seq &&
+           s.items[static_cast<std::size_t>(order[n])].kv_head == first.kv_head)
+      ++n;
+    if (n - k == 1) {
+      s.items[static_cast<std::size_t>(order[k])].part = -1;
+    } else {
+      s.cuts.push_back({first.seq, first.kv_head, s.parts, static_cast<int>(n - k)});
+      for (std::size_t j = k; j < n; ++j) s.items[static_cast<std::size_t>(order[j])].part = s.parts++;
+    }
+    k = n;
+  }
 }
 
 /// The work list for sequences of \p lengths over \p num_kv_heads KV heads, tiles of \p tile
@@ -203,23 +233,12 @@ inline Schedule make_schedule(std::span<const std::int32_t> lengths, int num_kv_
   s.work = low;
   if (!deal()) throw std::logic_error(cat("make_schedule: portions of ", s.work, " tiles of work leave tiles undealt"));
 
-  // The items, program by program; then the pieces of each cut pair, in token order (program
-  // order), numbered in pair order.
-  std::vector<std::vector<int>> pieces_of(lengths.size() * static_cast<std::size_t>(num_kv_heads));
+  // The items, program by program; then the pieces of the cut pairs.
   for (int p = 0; p < s.programs(); ++p) {
-    for (const WorkItem& item : mine[static_cast<std::size_t>(p)]) {
-      pieces_of[static_cast<std::size_t>(item.seq) * static_cast<std::size_t>(num_kv_heads) + static_cast<std::size_t>(item.kv_head)]
-          .push_back(static_cast<int>(s.items.size()));
-      s.items.push_back(item);
-    }
+    s.items.insert(s.items.end(), mine[static_cast<std::size_t>(p)].begin(), mine[static_cast<std::size_t>(p)].end());
     s.first_item[static_cast<std::size_t>(p) + 1] = static_cast<int>(s.items.size());
   }
-  for (const std::vector<int>& pieces : pieces_of) {
-    if (pieces.size() < 2) continue;
-    const WorkItem& first = s.items[static_cast<std::size_t>(pieces.front())];
-    s.cuts.push_back({first.seq, first.kv_head, s.parts, static_cast<int>(pieces.size())});
-    for (const int i : pieces) s.items[static_cast<std::size_t>(i)].part = s.parts++;
-  }
+  number_pieces(s);
   return s;
 }
 // [schedule]

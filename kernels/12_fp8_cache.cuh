@@ -31,7 +31,6 @@
 
 #include <cmath>
 #include <cstddef>
-#include <tuple>
 
 #include "kernels/11_persistent.cuh"
 
@@ -526,8 +525,8 @@ inline constexpr std::size_t kClaimSlotBytes = 16;
 
 /// Moves the last \p tiles tiles of each program's run in \p s to items of up to \p tiles tiles,
 /// after every program's run (items first_item[programs] .. items.size() - 1), in program order:
-/// the claimed items (Claims). Numbers the pieces of every pair again, in token order, in pair
-/// order: a pair one of whose items moved is cut, and its pieces are merged as step 11's are.
+/// the claimed items (Claims). Numbers the pieces again (step11::number_pieces): a pair one of
+/// whose items moved is cut, and its pieces are merged as step 11's are.
 inline void claim_tails(step11::Schedule& s, int tiles) {
   using step11::WorkItem;
   auto tiles_of = [&](const WorkItem& item) { return (item.end - item.begin + s.tile - 1) / s.tile; };
@@ -560,38 +559,16 @@ inline void claim_tails(step11::Schedule& s, int tiles) {
   s.first_item = std::move(first);
   s.items = std::move(kept);
   s.items.insert(s.items.end(), claimed.begin(), claimed.end());
-  // The pieces again, as make_schedule numbers them: pairs in (sequence, KV head) order, each cut
-  // pair's pieces in token order.
-  std::vector<int> order(s.items.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    const WorkItem& x = s.items[static_cast<std::size_t>(a)];
-    const WorkItem& y = s.items[static_cast<std::size_t>(b)];
-    return std::tie(x.seq, x.kv_head, x.begin) < std::tie(y.seq, y.kv_head, y.begin);
-  });
-  s.cuts.clear();
-  s.parts = 0;
-  for (std::size_t k = 0; k < order.size();) {
-    const WorkItem& head = s.items[static_cast<std::size_t>(order[k])];
-    std::size_t n = k;
-    while (n < order.size() && s.items[static_cast<std::size_t>(order[n])].seq == head.seq &&
-           s.items[static_cast<std::size_t>(order[n])].kv_head == head.kv_head)
-      ++n;
-    if (n - k == 1) {
-      s.items[static_cast<std::size_t>(order[k])].part = -1;
-    } else {
-      s.cuts.push_back({head.seq, head.kv_head, s.parts, static_cast<int>(n - k)});
-      for (std::size_t j = k; j < n; ++j) s.items[static_cast<std::size_t>(order[j])].part = s.parts++;
-    }
-    k = n;
-  }
+  step11::number_pieces(s);
 }
 
 /// Whether a plan of schedule \p s has claims: portions of at least kClaimFromPortion tiles, and
 /// a claim count that a float carries exactly (claim_item).
 inline bool claims_pay(const step11::Schedule& s) {
+  // claim_tails adds at most a kept part and kClaimTiles claimed items a program, and each
+  // program's last claim fails one past them: claim_item's largest is under the sum
   return s.work / s.programs() >= kClaimFromPortion &&
-         static_cast<std::int64_t>(s.items.size()) + 2 * std::int64_t{s.programs()} < (std::int64_t{1} << 24);
+         static_cast<std::int64_t>(s.items.size()) + (kClaimTiles + 2) * std::int64_t{s.programs()} <= (std::int64_t{1} << 24);
 }
 
 /// Where the claims' count of \p tables's plan is in \p workspace: after the partials
@@ -643,12 +620,11 @@ inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t
                                                    step11::programs_of(out, p, lengths, shape.tile, options, device));
   const bool claims = claims_pay(planned);
   if (claims) claim_tails(planned, kClaimTiles);
-  const int programs = planned.programs();
   std::string schedule = step11::use_schedule(out, p, std::move(planned));
   if (claims) {
     const step11::Schedule& s = static_cast<const step11::WorkListTables&>(*out.tables).schedule;
     out.workspace_bytes += align_up(sizeof(std::int32_t));  // the claims' count (claims_count_in)
-    schedule += cat("; the last ", kClaimTiles, " tiles of each of the ", programs, " programs as ",
+    schedule += cat("; the last ", kClaimTiles, " tiles of each of the ", s.programs(), " programs as ",
                     s.items.size() - static_cast<std::size_t>(s.first_item.back()),
                     " items claimed at run time by the programs done first");
   }

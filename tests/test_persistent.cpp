@@ -21,35 +21,31 @@ namespace {
 namespace s11 = pa::kernels_emu::step11;
 namespace s12 = pa::kernels_emu::step12;
 
-/// Every property a work list promises, for lengths \p lengths over \p kv_heads KV heads in
-/// tiles of \p tile on \p programs programs, an item after a program's first costing \p item_cost.
-void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int tile, int programs,
-                    int item_cost = s11::kItemCost) {
-  const s11::Schedule s = s11::make_schedule(lengths, kv_heads, tile, programs, item_cost);
-  INFO("lengths " << lengths.size() << " (first " << (lengths.empty() ? 0 : lengths[0]) << "), " << kv_heads
-                  << " KV heads, tile " << tile << ", " << programs << " programs, item cost " << item_cost);
-  REQUIRE(s.programs() == std::max(programs, 1));
-  REQUIRE(s.first_item.front() == 0);
-  REQUIRE(s.first_item.back() == static_cast<int>(s.items.size()));
-  REQUIRE(std::is_sorted(s.first_item.begin(), s.first_item.end()));
-
-  // Coverage: the items of each pair, in list order, are [0, length) cut at multiples of the
-  // tile, the last one marked; every pair has at least one item. A whole pair writes the output
-  // itself; the pieces of a cut pair have the slots of their cut, in order.
+/// The pairs of \p s for \p lengths over \p kv_heads KV heads: each pair's items, in token order,
+/// are [0, length) cut at multiples of the tile, the last one marked; every pair has at least one
+/// item. A whole pair writes the output itself; the pieces of a cut pair have its slots in token
+/// order, the cuts in (sequence, KV head) order, the slots consecutive. With \p in_list_order,
+/// a pair's items are in token order in the list too. Returns each pair's items in token order.
+std::vector<std::vector<std::size_t>> check_pairs(const s11::Schedule& s, const std::vector<std::int32_t>& lengths, int kv_heads,
+                                                  bool in_list_order) {
   std::vector<std::vector<std::size_t>> items_of(lengths.size() * static_cast<std::size_t>(kv_heads));
   for (std::size_t i = 0; i < s.items.size(); ++i)
     items_of[static_cast<std::size_t>(s.items[i].seq * kv_heads + s.items[i].kv_head)].push_back(i);
   std::size_t cuts = 0;
+  int parts = 0;
   for (int seq = 0; seq < static_cast<int>(lengths.size()); ++seq)
     for (int kv_head = 0; kv_head < kv_heads; ++kv_head) {
       INFO("pair (" << seq << ", " << kv_head << ")");
-      const std::vector<std::size_t>& items = items_of[static_cast<std::size_t>(seq * kv_heads + kv_head)];
+      std::vector<std::size_t>& items = items_of[static_cast<std::size_t>(seq * kv_heads + kv_head)];
       REQUIRE(!items.empty());
+      auto by_begin = [&](std::size_t a, std::size_t b) { return s.items[a].begin < s.items[b].begin; };
+      if (in_list_order) REQUIRE(std::is_sorted(items.begin(), items.end(), by_begin));
+      std::sort(items.begin(), items.end(), by_begin);
       int covered = 0;
       for (const std::size_t i : items) {
         const s11::WorkItem& item = s.items[i];
         REQUIRE(item.begin == covered);
-        REQUIRE(item.begin % tile == 0);
+        REQUIRE(item.begin % s.tile == 0);
         REQUIRE(item.end >= item.begin);
         REQUIRE(item.end <= lengths[static_cast<std::size_t>(seq)]);
         REQUIRE(item.last == (i == items.back()));
@@ -62,18 +58,35 @@ void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int 
       }
       REQUIRE(cuts < s.cuts.size());
       const s11::CutPair& cut = s.cuts[cuts++];
-      REQUIRE((cut.seq == seq && cut.kv_head == kv_head && cut.pieces == static_cast<int>(items.size())));
-      for (std::size_t k = 0; k < items.size(); ++k) REQUIRE(s.items[items[k]].part == cut.first_part + static_cast<int>(k));
-      // A short pair (no more tiles than tiles / programs, what every portion holds) is cut once at most.
-      if ((lengths[static_cast<std::size_t>(seq)] + tile - 1) / tile <= s.tiles / s.programs()) REQUIRE(items.size() == 2);
+      REQUIRE((cut.seq == seq && cut.kv_head == kv_head && cut.first_part == parts && cut.pieces == static_cast<int>(items.size())));
+      for (const std::size_t i : items) REQUIRE(s.items[i].part == parts++);
     }
   REQUIRE(cuts == s.cuts.size());
-  int parts = 0;
-  for (const s11::CutPair& cut : s.cuts) {
-    REQUIRE(cut.first_part == parts);
-    parts += cut.pieces;
-  }
   REQUIRE(parts == s.parts);
+  return items_of;
+}
+
+/// Every property a work list promises, for lengths \p lengths over \p kv_heads KV heads in
+/// tiles of \p tile on \p programs programs, an item after a program's first costing \p item_cost.
+void check_schedule(const std::vector<std::int32_t>& lengths, int kv_heads, int tile, int programs,
+                    int item_cost = s11::kItemCost) {
+  const s11::Schedule s = s11::make_schedule(lengths, kv_heads, tile, programs, item_cost);
+  INFO("lengths " << lengths.size() << " (first " << (lengths.empty() ? 0 : lengths[0]) << "), " << kv_heads
+                  << " KV heads, tile " << tile << ", " << programs << " programs, item cost " << item_cost);
+  REQUIRE(s.programs() == std::max(programs, 1));
+  REQUIRE(s.tile == tile);
+  REQUIRE(s.first_item.front() == 0);
+  REQUIRE(s.first_item.back() == static_cast<int>(s.items.size()));
+  REQUIRE(std::is_sorted(s.first_item.begin(), s.first_item.end()));
+
+  // Coverage and the pieces' slots (check_pairs), the items of each pair in token order in the
+  // list. A short pair (no more tiles than tiles / programs, what every portion holds) is cut
+  // once at most.
+  const std::vector<std::vector<std::size_t>> items_of = check_pairs(s, lengths, kv_heads, true);
+  for (std::size_t pair = 0; pair < items_of.size(); ++pair) {
+    const int length = lengths[pair / static_cast<std::size_t>(kv_heads)];
+    if ((length + tile - 1) / tile <= s.tiles / s.programs()) REQUIRE(items_of[pair].size() <= 2);
+  }
 
   // Balance: each program's load (its tiles, and the cost of each item after its first) fits its
   // portion and, but for the last program with items, leaves at most an item's cost of it unused;
@@ -345,38 +358,7 @@ void check_claimed(const s11::Schedule& before, const s11::Schedule& after, cons
     claimed_tiles += tiles_of(after.items[i]);
   }
   REQUIRE(claimed_tiles <= std::int64_t{tiles} * before.programs());
-  std::vector<std::vector<std::size_t>> items_of(lengths.size() * static_cast<std::size_t>(kv_heads));
-  for (std::size_t i = 0; i < after.items.size(); ++i)
-    items_of[static_cast<std::size_t>(after.items[i].seq * kv_heads + after.items[i].kv_head)].push_back(i);
-  std::size_t cuts = 0;
-  int parts = 0;
-  for (int seq = 0; seq < static_cast<int>(lengths.size()); ++seq)
-    for (int kv_head = 0; kv_head < kv_heads; ++kv_head) {
-      INFO("pair (" << seq << ", " << kv_head << ")");
-      std::vector<std::size_t> items = items_of[static_cast<std::size_t>(seq * kv_heads + kv_head)];
-      REQUIRE(!items.empty());
-      std::sort(items.begin(), items.end(), [&](std::size_t a, std::size_t b) { return after.items[a].begin < after.items[b].begin; });
-      int covered = 0;
-      for (const std::size_t i : items) {
-        const s11::WorkItem& item = after.items[i];
-        REQUIRE(item.begin == covered);
-        REQUIRE(item.begin % tile == 0);
-        REQUIRE(item.end >= item.begin);
-        REQUIRE(item.last == (i == items.back()));
-        covered = item.end;
-      }
-      REQUIRE(covered == lengths[static_cast<std::size_t>(seq)]);
-      if (items.size() == 1) {
-        REQUIRE(after.items[items[0]].part == -1);
-        continue;
-      }
-      REQUIRE(cuts < after.cuts.size());
-      const s11::CutPair& cut = after.cuts[cuts++];
-      REQUIRE((cut.seq == seq && cut.kv_head == kv_head && cut.first_part == parts && cut.pieces == static_cast<int>(items.size())));
-      for (const std::size_t i : items) REQUIRE(after.items[i].part == parts++);
-    }
-  REQUIRE(cuts == after.cuts.size());
-  REQUIRE(parts == after.parts);
+  check_pairs(after, lengths, kv_heads, false);
 }
 
 /// An fp8 workload (bf16 q, 8 query heads over 2 KV heads, head dim 128) of \p lengths.
