@@ -36,13 +36,13 @@ constexpr std::string_view kWhyNextFor16Bit = "the next fastest for bf16 and f16
 constexpr std::string_view kWhyF32 = "the fastest rung that runs f32 (step 10 multiplies 16-bit inputs only)";
 
 // Step 11 (the persistent programs over a work list balanced by the lengths) goes first for a
-// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261203-0bbdc0824d.json,
+// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261204-3b0a5cd9c9.json,
 // bf16, one run for steps 10 and 11): ragged-skew (one sequence of 65536 tokens, 63 of 512; the
-// longest 43 times the mean) 105.7 µs against step 10's 293 (78.9 against 28.4%), ragged-uniform
-// (uniform in [128, 16384]; the longest 2.0 times the mean) 494 against 530 (89.1 against 82.9%).
-// Where the lengths are equal step 10 leads: gqa-batch 488 against 503 µs, small-batch 38.4
-// against 41.0, long-single 38.4 against 39.6, and the one-sequence points from 1k to 1M (level
-// at 128k: 134.7 against 134.3). The rule "the longest at least 1.5 times the mean" sits between the
+// longest 43 times the mean) 103.9 µs against step 10's 288 (80.3 against 28.9%), ragged-uniform
+// (uniform in [128, 16384]; the longest 2.0 times the mean) 485 against 519 (90.7 against 84.7%).
+// Where the lengths are equal step 10 leads: gqa-batch 478 against 496 µs, small-batch 37.5
+// against 40.4, long-single 37.8 against 38.9, and the one-sequence points from 1k to 1M (by 1-3%
+// from 32k). The rule "the longest at least 1.5 times the mean" sits between the
 // ratios measured (1.0: step 10; 2.0 and 43: step 11); none between them was measured.
 constexpr std::string_view kWhyPersistent =
     "chosen for a ragged batch (the longest sequence at least 1.5 times the mean) in bf16 and f16: its work list "
