@@ -4,19 +4,24 @@
 # tokens, 512 programs. Times, three rounds alternating, then ncu of one launch of each split
 # kernel: DRAM and L2 throughput, issue and warp activity, stall reasons, instructions.
 # Programs: step09 -m and step10 -cl (the v99 program; without PA_TRIAL_CLUSTER it is step 10 as
-# on main), head dim 128, in build/v99-pack.tar.xz. About three minutes.
+# on main), head dim 128, in build/v99-pack.tar.xz; or, given a folder (run.sh DIR), the step
+# programs of a pack from scripts/pack-gpu in DIR. About three minutes.
 set -u
-P=/tmp/q99; mkdir -p $P && xz -dc build/v99-pack.tar.xz | tar -C $P -xf - || exit 3
-B=$P/gpu-pack/bin
+if [ -n "${1:-}" ]; then
+  B=$1; S09=step09_memory_pipeline; S10=step10_tensor_cores
+else
+  P=/tmp/q99; mkdir -p $P && xz -dc build/v99-pack.tar.xz | tar -C $P -xf - || exit 3
+  B=$P/gpu-pack/bin; S09=step09_memory_pipeline-m; S10=step10_tensor_cores-cl
+fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 t() {  # round, binary, workload
   local o=$($B/$2 --workload $3 --runs 20 2>&1)
   printf "r%s %-26s %-12s %s\n" "$1" "$2" "$3" "$(echo "$o" | grep -E ' (us|ms) +[0-9]' | tail -1 | awk '{print $(NF-3), $(NF-2), $(NF-1), $NF}')"
 }
 for r in 1 2 3; do
-  for b in step09_memory_pipeline-m step10_tensor_cores-cl; do t $r $b mha-batch; done
+  for b in $S09 $S10; do t $r $b mha-batch; done
 done
-for b in step09_memory_pipeline-m step10_tensor_cores-cl; do t 1 $b gqa-batch; done
+for b in $S09 $S10; do t 1 $b gqa-batch; done
 M='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,smsp__inst_executed.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,launch__occupancy_limit_registers,launch__registers_per_thread,sm__maximum_warps_per_active_cycle_pct'
 prof() {  # kernel regex, binary + args
   local k=$1; shift
@@ -44,5 +49,5 @@ for n, x, u in sorted(out, key=lambda t: (not t[0].startswith('stall'), -t[1])):
     print(f'  {n:60s} {x:14.3f} {u}')
 PY
 }
-prof pipelined_split step09_memory_pipeline-m --workload mha-batch
-prof tensor_core_split step10_tensor_cores-cl --workload mha-batch
+prof pipelined_split $S09 --workload mha-batch
+prof tensor_core_split $S10 --workload mha-batch

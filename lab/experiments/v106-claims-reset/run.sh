@@ -7,8 +7,13 @@
 # 128 with lab/experiments/v91-claimed-tails/build.sh 12 cr; the program in
 # build/v106-pack.tar.xz. Three rounds, alternating. About a minute.
 set -u
-P=/tmp/q106; mkdir -p $P && xz -dc build/v106-pack.tar.xz | tar -C $P -xf - || exit 3
-B=$P/gpu-pack/bin/step12_fp8_cache-cr
+# Given a folder (run.sh DIR), the program is DIR/step12_fp8_cache-cr (v109's pack carried it).
+if [ -n "${1:-}" ]; then
+  B=$1/step12_fp8_cache-cr
+else
+  P=/tmp/q106; mkdir -p $P && xz -dc build/v106-pack.tar.xz | tar -C $P -xf - || exit 3
+  B=$P/gpu-pack/bin/step12_fp8_cache-cr
+fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 t() {  # round, mode, workload
   local o rc
