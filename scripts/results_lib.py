@@ -819,11 +819,89 @@ def bare_read_table(ladder: Ladder) -> str:
     return markdown_table(header, rows, ["---", "--:", "--:"])
 
 
+TARGETS_NOTE = ("Where a target is missed, the time it asks for is the workload's bytes at that share of the "
+                "datasheet (for a ratio, the other workload's time over it). The bare read is of the same bytes in "
+                "one launch with nothing else to do, with the same launch, events and L2 flush: a time no kernel of "
+                "that pattern is likely to beat.")
+
+
 BARE_READ_NOTE = ("A bare read is a kernel that only reads the workload's bytes, in chunks of one KV head's tokens: "
                   "each chunk by one program (the pattern of step 08 on), or by each query head's program of the group, "
                   "next to each other in launch order (what steps 03-07 read; step 07 also launches them in that order); "
                   "the fastest of chunks of 256 and 1024 "
                   "tokens and 128 and 256 threads, L2 flushed, in the same run.")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A named workload's target for the fastest rung (docs/design/BENCHMARKS.md, "Named
+    workloads"): at least \p pct of the datasheet bandwidth (and \p roof_pct of the roof measured
+    in the same run), or at least \p ratio times as fast in wall time as the fastest rung on
+    \p faster_than."""
+    workload: str
+    pct: Optional[float] = None
+    roof_pct: Optional[float] = None
+    faster_than: Optional[str] = None
+    ratio: Optional[float] = None
+
+    def text(self) -> str:
+        if self.ratio is not None:
+            return f"≥ {self.ratio:g}× as fast as {_code(self.faster_than or '')}"
+        text = f"≥ {self.pct:g}%"
+        return text + (f" (≥ {self.roof_pct:g}% of the roof)" if self.roof_pct is not None else "")
+
+
+# The table of docs/design/BENCHMARKS.md, "Named workloads"; scripts/test_results.py checks that
+# the two agree.
+TARGETS = (Target("gqa-batch", 91.0, roof_pct=96.0), Target("mha-batch", 92.0), Target("long-single", 80.0),
+           Target("small-batch", 80.0), Target("ragged-skew", 80.0), Target("ragged-uniform", 88.0),
+           Target("gqa-batch-fp8", faster_than="gqa-batch", ratio=1.8))
+
+
+def fastest_rung(ladder: Ladder, workload: str) -> Optional[Result]:
+    """The rung with the shortest time on \p workload in the GPU run (the first on a tie), or None."""
+    ran = [r for r in (ladder.gpu_result(step, workload) for step in ladder.steps()) if r is not None and r.ok and r.seconds]
+    return min(ran, key=lambda r: r.seconds) if ran else None
+
+
+def targets_table(ladder: Ladder) -> Optional[str]:
+    """README.md: each named workload's target, the fastest rung's time against it, whether it
+    holds and, where it does not, the time it asks for; then the bare read of the same bytes (read
+    once), what a kernel of that pattern could hope for. None without a GPU run."""
+    if ladder.gpu is None:
+        return None
+    datasheet = ladder.gpu.datasheet_gbps
+    rows = []
+    for target in TARGETS:
+        best = fastest_rung(ladder, target.workload)
+        if best is None:
+            continue
+        rung = f"step {best.step:02d}: {fmt_us(best.seconds)} µs"
+        if target.ratio is not None:
+            other = fastest_rung(ladder, target.faster_than or "")
+            if other is None:
+                continue
+            ratio = other.seconds / best.seconds
+            measured = f"{rung}, {ratio:.3f}× step {other.step:02d}'s {fmt_us(other.seconds)} µs"
+            met = ratio >= target.ratio
+            needs = other.seconds / target.ratio
+        else:
+            pct = ladder.pct_datasheet(best)
+            roof = best.counter("pct_roof")
+            measured = f"{rung} ({fmt_pct(pct)}" + (f"; {fmt_pct(roof)} of the roof)" if target.roof_pct is not None else ")")
+            met = pct is not None and pct >= target.pct and (target.roof_pct is None or (roof is not None and roof >= target.roof_pct))
+            moved = best.counter("bytes")
+            needs = moved / (target.pct / 100.0 * datasheet * 1e9) if moved and datasheet else None
+            if target.roof_pct is not None and moved and ladder.gpu.roof_gbps:
+                needs = min(needs, moved / (target.roof_pct / 100.0 * ladder.gpu.roof_gbps * 1e9)) if needs else None
+        verdict = "yes" if met else ("no" if needs is None else f"no: {fmt_us(needs)} µs or less")
+        bare = ladder.bare_read(target.workload, "once")
+        rows.append([_code(target.workload), target.text(), measured, verdict,
+                     DASH if bare is None else f"{fmt_us(bare.seconds)} µs ({fmt_pct(bare.counter('pct_datasheet'))})"])
+    if not rows:
+        return None
+    header = ["workload", "target (fastest rung)", "fastest rung in this run", "met", "bare read, once"]
+    return markdown_table(header, rows, ["---", "---", "---", "---", "--:"])
 
 
 def _source_line(ladder: Ladder) -> str:
@@ -872,6 +950,10 @@ def readme_region(ladder: Ladder) -> str:
     if ladder.has_bare_reads:
         lines += ["Bare reads of the same bytes, the fastest a kernel with each access pattern could hope to be:", "",
                   bare_read_table(ladder), "", BARE_READ_NOTE, ""]
+    targets = targets_table(ladder)
+    if targets is not None:
+        lines += ["The targets of docs/design/BENCHMARKS.md for the fastest rung, in this run:", "", targets, "", TARGETS_NOTE,
+                  ""]
     return "\n".join(lines + [generated])
 
 

@@ -6,6 +6,7 @@ is written into docs/results/ or the real READMEs.
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -378,6 +379,81 @@ def variant_bench(step, workload, variant, ms, label="", refused=False):
     if refused:
         bench.update(error_occurred=True, error_message="refused: options.variant 4 only for bf16")
     return bench
+
+
+class TargetsTest(unittest.TestCase):
+    """The README's table of docs/design/BENCHMARKS.md's targets for the fastest rung."""
+
+    def setUp(self):
+        self.tree = Tree()
+
+    def tearDown(self):
+        self.tree.close()
+
+    def ladder(self, benches):
+        data = {"context": gpu_context(), "benchmarks": benches}
+        return rl.load(self.tree.root, gpu_path=self.tree.write("targets.json", data))
+
+    def test_the_targets_are_those_of_the_design_page(self):
+        page = (rl.ROOT / "docs" / "design" / "BENCHMARKS.md").read_text(encoding="utf-8")
+        section = page[page.index("## Named workloads"):]
+        section = section[:section.index("\n## ", 1)]
+        found = {}
+        for line in section.splitlines():
+            match = re.match(r"^\| `([a-z0-9-]+)` \|.*\| ([^|]*) \|$", line)
+            if match:
+                found[match.group(1)] = match.group(2)
+        self.assertEqual(set(found), {t.workload for t in rl.TARGETS})
+        for target in rl.TARGETS:
+            cell = found[target.workload]
+            if target.ratio is not None:
+                self.assertIn(f"≥ {target.ratio:g}× faster than `{target.faster_than}`", cell, target.workload)
+            else:
+                self.assertTrue(cell.startswith(f"≥ {target.pct:g}%"), (target.workload, cell))
+                if target.roof_pct is not None:
+                    self.assertIn(f"≥ {target.roof_pct:g}% of the roof", cell)
+                else:
+                    self.assertNotIn("roof", cell)
+
+    def test_fastest_rung_met_missed_and_the_time_asked(self):
+        gqa8 = gpu_bench(8, "gqa-batch", 0.23, 4400.0)
+        gqa8["pct_roof"] = 96.3
+        ladder = self.ladder([gqa8, gpu_bench(9, "gqa-batch", 0.25, 4000.0),
+                              gpu_bench(8, "mha-batch", 0.26, 3900.0), gpu_bench(9, "mha-batch", 0.25, 4000.0),
+                              refused_bench(8, "gqa-batch-fp8"), gpu_bench(9, "gqa-batch-fp8", 0.13, 3800.0),
+                              gpu_bench(9, "sweep-512", 0.01, 100.0),
+                              bare_bench("mha-batch", "once", 0.21, 4700.0)])
+        self.assertEqual(rl.fastest_rung(ladder, "gqa-batch").step, 8)
+        self.assertEqual(rl.fastest_rung(ladder, "gqa-batch-fp8").step, 9)  # step 08 refused it
+        self.assertIsNone(rl.fastest_rung(ladder, "long-single"))
+        rows = table_rows(rl.targets_table(ladder))
+        self.assertEqual(rows[0], ["workload", "target (fastest rung)", "fastest rung in this run", "met",
+                                   "bare read, once"])
+        cells = {r[0]: r for r in rows[1:]}
+        self.assertEqual(list(cells), ["`gqa-batch`", "`mha-batch`", "`gqa-batch-fp8`"])  # TARGETS' order, ran only
+        self.assertEqual(cells["`gqa-batch`"][1:], ["≥ 91% (≥ 96% of the roof)",
+                                                    "step 08: 230 µs (91.7%; 96.3% of the roof)", "yes", rl.DASH])
+        # 83.3% < 92%: the bytes (1 GB) at 92% of 4800 GB/s take 226 µs
+        self.assertEqual(cells["`mha-batch`"][1:], ["≥ 92%", "step 09: 250 µs (83.3%)", "no: 226 µs or less",
+                                                    "210 µs (97.9%)"])
+        # 230 / 130 = 1.769× < 1.8×: it asks for 230 / 1.8 = 128 µs
+        self.assertEqual(cells["`gqa-batch-fp8`"][1:], ["≥ 1.8× as fast as `gqa-batch`",
+                                                        "step 09: 130 µs, 1.769× step 08's 230 µs",
+                                                        "no: 128 µs or less", rl.DASH])
+        self.assertIn("The targets of docs/design/BENCHMARKS.md", rl.readme_region(ladder))
+
+    def test_both_shares_of_gqa_batch_must_hold(self):
+        low_roof = gpu_bench(8, "gqa-batch", 0.22, 4420.0, roof=4700.0)  # 92.1% of the datasheet, 94.0% of the roof
+        rows = table_rows(rl.targets_table(self.ladder([low_roof])))
+        # 1 GB at 96% of the run's roof (4570.3 GB/s) asks for 228 µs; at 91% of 4800 GB/s, 229
+        self.assertEqual(rows[1][3], "no: 228 µs or less")
+
+    def test_without_a_gpu_run_or_a_target_workload_there_is_no_table(self):
+        self.assertIsNone(rl.targets_table(self.ladder([gpu_bench(9, "sweep-512", 0.01, 100.0)])))
+        self.tree.write("emulator-traffic.json", traffic_run())
+        no_gpu = rl.load(self.tree.root, gpu_path=None)
+        no_gpu.gpu = None
+        self.assertIsNone(rl.targets_table(no_gpu))
 
 
 class AblationTest(unittest.TestCase):
