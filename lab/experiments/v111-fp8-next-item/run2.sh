@@ -1,17 +1,28 @@
 #!/bin/bash
-# v111, second form (prepared 2026-12-04, not yet run: the session's device time ran out):
-# -xo prefetches across a program's own items only and claims as main does, when its run is
-# done (trial.patch with -DPA_TRIAL_XITEM -DPA_TRIAL_XITEM_OWN), against -m. Build both at head
-# dim 128 with ../v107-token-split/build.sh 12 {m,xo} <worktree> -DPA_HEAD_DIMS=128 [...], strip
-# them into <PACKDIR>. Usage: run2.sh PACKDIR; outputs under $OUT. About a minute.
+# v111, second call (prepared 2026-12-04, not yet run: the session's device time ran out). Modes
+# of trial.patch: 2 prefetches across a program's own items only and claims as main does, when
+# its run is done (-x2); 3 also makes the claim in the second-last iteration of a program's last
+# item and prefetches it (-x3); against main (-m). build2.sh builds and packs them. Checks each
+# on the GPU, compute-sanitizer's memcheck and racecheck on -x3 with the named workload, then
+# gqa-batch-fp8 three rounds alternating. Usage: run2.sh PACKDIR; outputs under $OUT. About two
+# minutes.
 set -u
 B=$1
-$B/step12_fp8_cache-xo --batch 3 --context 1,17,3000 --q-heads 8 --kv-heads 2 --head-dim 128 --dtype bf16 > $OUT/check.txt 2>&1
-echo "check xo rc=$?"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+for v in x2 x3; do
+  o=$($B/step12_fp8_cache-$v --batch 3 --context 1,17,3000 --q-heads 8 --kv-heads 2 --head-dim 128 --dtype bf16 2>&1); rc=$?
+  echo "$o" >> $OUT/v111b-full.txt
+  echo "check $v rc=$rc"
+done
+for tool in memcheck racecheck; do
+  o=$(timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 $B/step12_fp8_cache-x3 --workload gqa-batch-fp8 --runs 1 2>&1); rc=$?
+  echo "$o" >> $OUT/v111b-sanitizer.txt
+  echo "$tool x3 gqa-batch-fp8: rc=$rc $(echo "$o" | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -1)"
+done
 for r in 1 2 3; do
-  for v in m xo; do
-    o=$($B/step12_fp8_cache-$v --workload gqa-batch-fp8 --runs 30 2>&1)
+  for v in m x2 x3; do
+    o=$($B/step12_fp8_cache-$v --workload gqa-batch-fp8 --runs 30 2>&1); rc=$?
     echo "$o" >> $OUT/v111b-full.txt
-    echo "r$r $v $(echo "$o" | grep -E ' (us|ms) +[0-9]' | tail -1 | awk '{print $(NF-3), $(NF-2), $(NF-1), $NF}')"
+    echo "r$r $v $(echo "$o" | grep -E ' (us|ms) +[0-9]' | tail -1 | awk '{print $(NF-3), $(NF-2), $(NF-1), $NF}') rc=$rc"
   done
 done
