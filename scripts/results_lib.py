@@ -424,7 +424,7 @@ def _git_tracked(root: Path, path: Path) -> bool:
 
 
 def _move(root: Path, source: Path, dest: Path) -> None:
-    """`git mv` where git tracks \p source, a plain rename otherwise; never over an existing file."""
+    """`git mv` where git tracks \\p source, a plain rename otherwise; never over an existing file."""
     if dest.exists():
         raise ValueError(f"{dest} exists already; not moving {source} over it")
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -557,7 +557,7 @@ class Ladder:
         return any(self.recorded(sweep) for sweep in SHAPE_SWEEPS)
 
     def recorded(self, sweep: ShapeSweep) -> bool:
-        """Whether the GPU run recorded any point of \p sweep."""
+        """Whether the GPU run recorded any point of \\p sweep."""
         return self.gpu is not None and any(w.startswith(sweep.prefix) for w in self.gpu.workloads("gpu"))
 
     def shape_points(self, sweep: ShapeSweep) -> List[int]:
@@ -835,9 +835,9 @@ BARE_READ_NOTE = ("A bare read is a kernel that only reads the workload's bytes,
 @dataclass(frozen=True)
 class Target:
     """A named workload's target for the fastest rung (docs/design/BENCHMARKS.md, "Named
-    workloads"): at least \p pct of the datasheet bandwidth (and \p roof_pct of the roof measured
-    in the same run), or at least \p ratio times as fast in wall time as the fastest rung on
-    \p faster_than."""
+    workloads"): at least \\p pct of the datasheet bandwidth (and \\p roof_pct of the roof measured
+    in the same run), or at least \\p ratio times as fast in wall time as the fastest rung on
+    \\p faster_than."""
     workload: str
     pct: Optional[float] = None
     roof_pct: Optional[float] = None
@@ -859,7 +859,7 @@ TARGETS = (Target("gqa-batch", 91.0, roof_pct=96.0), Target("mha-batch", 92.0), 
 
 
 def fastest_rung(ladder: Ladder, workload: str) -> Optional[Result]:
-    """The rung with the shortest time on \p workload in the GPU run (the first on a tie), or None."""
+    """The rung with the shortest time on \\p workload in the GPU run (the first on a tie), or None."""
     ran = [r for r in (ladder.gpu_result(step, workload) for step in ladder.steps()) if r is not None and r.ok and r.seconds]
     return min(ran, key=lambda r: r.seconds) if ran else None
 
@@ -1034,7 +1034,7 @@ def _time_and_change(seconds: Optional[float], reference: Optional[float]) -> st
 
 
 def ablation_table(ladder: Ladder, step: int) -> Optional[str]:
-    """Median times of \p step and of each of its variants (options.variant, one idea left out)
+    """Median times of \\p step and of each of its variants (options.variant, one idea left out)
     on the named workloads, each with its change against the step; then the rung before."""
     run = ladder.gpu
     if run is None:
@@ -1068,7 +1068,7 @@ def ablation_table(ladder: Ladder, step: int) -> Optional[str]:
 
 
 def baseline_table(ladder: Ladder, step: int, baseline: Run, baseline_step: int) -> Optional[str]:
-    """\p step's median times against \p baseline_step's in \p baseline, workload by workload."""
+    """\\p step's median times against \\p baseline_step's in \\p baseline, workload by workload."""
     rows = []
     for w in ladder.named_workloads():
         this, before = ladder.gpu_result(step, w), baseline.get(baseline_step, "gpu", w)
