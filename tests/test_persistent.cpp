@@ -133,16 +133,18 @@ std::vector<std::int32_t> drawn_lengths(int count, std::uint32_t seed) {
   return lengths;
 }
 
-/// A bf16 workload of \p lengths (8 query heads over 2 KV heads, head dim 128) whose problem
-/// allows up to \p capacity tokens a sequence and gives no total: a plan made for it serves
-/// any lengths up to \p capacity, as one replayed across decode steps must.
-pa::Workload workload_of(const std::vector<int>& lengths, int capacity) {
+/// A bf16 workload of \p lengths (8 query heads over 2 KV heads, head dim 128; K and V in fp8
+/// when \p fp8_kv) whose problem allows up to \p capacity tokens a sequence and gives no total:
+/// a plan made for it serves any lengths up to \p capacity, as one replayed across decode steps
+/// must.
+pa::Workload workload_of(const std::vector<int>& lengths, int capacity, bool fp8_kv = false) {
   pa::WorkloadSpec spec = pa::debug_spec();
   spec.name = "new-lengths";
   spec.num_q_heads = 8;
   spec.num_kv_heads = 2;
   spec.head_dim = 128;
   spec.dtype = DType::bf16;
+  spec.fp8_kv = fp8_kv;
   spec.context_lens = lengths;
   const int longest = *std::max_element(lengths.begin(), lengths.end());
   spec.table_slack = static_cast<int>(pa::pages_for(capacity, spec.block_size) - pa::pages_for(longest, spec.block_size)) + 1;
@@ -435,5 +437,26 @@ TEST_CASE("step12: fp8 plans claim where the portions are long, and the claims g
     const pa::CompareResult same = pa::compare_bitwise(w.problem, first.data(), run().data());
     INFO(pa::emu::describe(order) << ": " << same.summary());
     REQUIRE(same.ok);
+  }
+}
+
+TEST_CASE("step12: a plan with claims serves lengths other than its own: shorter, zero, longer, moved",
+          "[step12][fp8]") {
+  // Items cut to no tiles (a sequence shorter than planned) come between items of a program's
+  // run and among the claims; the run must still give the oracle's answer.
+  const pa::KernelEntry& entry = pa::kernel(12, Backend::emulator);
+  const std::vector<std::int32_t> planned = {12000, 5, 0, 5000, 33, 8200};
+  const std::vector<int> launched[] = {
+      {11000, 5, 0, 4990, 33, 8100},  // a little shorter
+      {0, 0, 0, 0, 0, 0},             // all zero
+      {3000, 1, 1, 0, 12000, 16},     // the long ones moved
+      {12100, 40, 17, 5050, 64, 8300},  // a little longer
+  };
+  for (const std::vector<int>& lengths : launched) {
+    const pa::Workload w = workload_of(lengths, 12400, true);
+    const pa::LaunchPlan plan = entry.plan_lengths(w.problem, planned, {}, with_sms(1));
+    INFO(plan.description);
+    REQUIRE(plan.description.find("claimed at run time") != std::string::npos);
+    require_oracle_with_plan(w, plan, pa::cat("lengths ", lengths[0], ", ", lengths[1], ", ... on 1 SM"), 12);
   }
 }
