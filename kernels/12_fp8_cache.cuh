@@ -175,7 +175,11 @@ __device__ __forceinline__ void value_registers(unsigned v, unsigned& even, unsi
 /// - the block size's test (a power of two or not) is made once a tile, and each case has its
 ///   own loop, where step 10 tests it once a lookup;
 /// - a slot past the range is one `cp.async` with its source ignored (copy_async_or_zero), from
-///   the slot's row in page 0, which exists, where step 10 branches to a copy or a zero fill.
+///   the slot's row in page 0, which exists, where step 10 branches to a copy or a zero fill;
+/// - where each 16-token half of a tile is one run of bytes, 16 consecutive rows of a page (a
+///   program of one warp, pages of 16 tokens or more in the HND layout, an item that starts on a
+///   multiple of 16), a lane looks up the page of each half, not of each of its rows, and its
+///   copies of a half are one address plus constants (issue_runs).
 /// Step 10's program keeps its form: there nvcc gives these loops 189 registers at head dim 128
 /// (168 in step 10's form; 4 programs an SM instead of 6) and spills at 256, and its program is
 /// not capped (lab/perf-log.md, v82).
@@ -186,10 +190,47 @@ struct Fp8Copies : step10::TileCopies<T, e4m3, UNITS, TILE, STAGES, PARTS, Share
   using Base::args, Base::begin, Base::end, Base::keys, Base::kv_head, Base::shared, Base::table_row, Base::tiles,
       Base::token_of, Base::values;
 
+  /// The lanes that copy one token's row, a 16-byte unit each (a line of 8 units, or all of a
+  /// shorter row), the rows one copy instruction of the warp takes, and a row's elements.
+  static constexpr int kLanesPerRow = UNITS < 8 ? UNITS : 8;
+  static constexpr int kRowsPerCopy = 32 / kLanesPerRow;
+  static constexpr int kLines = UNITS / kLanesPerRow;
+  static constexpr int kRowElems = UNITS * kUnitElems;
+  /// Rows whose lanes split a warp evenly (4 units, or a multiple of 8) can take the runs.
+  static constexpr bool kCanRun = UNITS == 4 || UNITS % 8 == 0;
+  static constexpr int kHalves = TILE / 16;  // 16-token halves of a tile: one run of a page each
+  static_assert(kHalves <= kLookups, "the runs keep a half's page where a lookup's page is kept");
+  /// The swizzle repeats every 8 rows, so the runs address a copy's slots from the first 8 rows'.
+  static constexpr int kPeriod = kCanRun ? 8 / kRowsPerCopy : 1;  // copies in 8 rows
+  static constexpr bool swizzle_repeats() {
+    for (int f = 0; f < 8 * UNITS; ++f)
+      if (step10::swizzle<UNITS * 8>(f + 8 * UNITS) != step10::swizzle<UNITS * 8>(f) + 8 * UNITS) return false;
+    return true;
+  }
+  static_assert(!kCanRun || swizzle_repeats(), "issue_runs takes the swizzle of row r + 8 as that of row r, 8 rows on");
+
+  /// Whether this item's tiles take the runs (runs_for).
+  bool runs;
+
+  /// Whether the copies of a program of \p threads threads, of tokens from \p begin, take the
+  /// runs: one warp; a power-of-two page of at least 16 tokens, whose rows of one KV head are
+  /// contiguous (the HND layout); and begin a multiple of 16. Then each 16-token half of a tile
+  /// is 16 consecutive rows of one page: one run of bytes.
+  __device__ __forceinline__ static bool runs_for(const DecodeArgs<T>& args, int threads, int begin) {
+    return kCanRun && threads == 32 && args.block_shift >= 4 && args.token_stride == kRowElems && begin % 16 == 0;
+  }
   /// The pages of this thread's lookups in \p tile, -1 past the range (a tile past the last is
   /// wholly past it).
   __device__ __forceinline__ void look_up(int tile, int (&pages)[kLookups]) const {
     const int first = begin + tile * TILE;
+    if (runs) {  // the page of each half, the same for every lane
+      PA_UNROLL
+      for (int h = 0; h < kHalves; ++h) {
+        const int at = first + 16 * h;
+        pages[h] = at < end ? args.block_tables[table_row + (at >> args.block_shift)] : -1;
+      }
+      return;
+    }
     auto each = [&](auto page_of) {
       PA_UNROLL
       for (int j = 0; j < kLookups; ++j) {
@@ -205,7 +246,9 @@ struct Fp8Copies : step10::TileCopies<T, e4m3, UNITS, TILE, STAGES, PARTS, Share
   /// tile). Per lookup: the token's slot in its page, its row, and one copy or zero fill a unit
   /// of K and of V at constant offsets from the row.
   __device__ __forceinline__ void issue(int tile, const int (&pages)[kLookups]) const {
-    if (tile < tiles) {
+    if (kCanRun && tile < tiles && runs) {
+      issue_runs(tile, pages);
+    } else if (tile < tiles) {
       const int first = begin + tile * TILE;
       const int stage = (tile % STAGES) * kStage;
       auto each = [&](auto slot_of) {
@@ -227,6 +270,42 @@ struct Fp8Copies : step10::TileCopies<T, e4m3, UNITS, TILE, STAGES, PARTS, Share
       else each([&](int at) { return at % args.block_size; });
     }
     async_commit();
+  }
+  /// issue's copies on the runs. Copy k of the tile takes rows kRowsPerCopy * k onwards, a lane
+  /// row `lane / kLanesPerRow` of them, and the rows of a half are consecutive in their page; so
+  /// a lane's copies of a half are its first one's address plus constants, and their slots the
+  /// first 8 rows' plus constants. A half past the range reads page 0, whose rows exist, and its
+  /// copies, like those of rows past the range in a page, land zeros.
+  __device__ __forceinline__ void issue_runs(int tile, const int (&pages)[kLookups]) const {
+    const int first = begin + tile * TILE;
+    const int stage = (tile % STAGES) * kStage;
+    const int lane = threadIdx.x % 32;
+    const int my_row = lane / kLanesPerRow;
+    const int my_elems = my_row * kRowElems + kUnitElems * (lane % kLanesPerRow);
+    const int rows_left = end - first - my_row;  // a copy from row r on is in range for this lane while r < rows_left
+    auto slot_of = [&](int k, int line) {  // of copy k < kPeriod
+      return shared_slot(shared, stage + step10::swizzle<UNITS * 8>((kRowsPerCopy * k + my_row) * UNITS +
+                                                                    lane % kLanesPerRow + kLanesPerRow * line) * 4);
+    };
+    PA_UNROLL
+    for (int h = 0; h < kHalves; ++h) {
+      const int slot = (first + 16 * h) & (args.block_size - 1);
+      const std::int64_t run = args.kv_offset(pages[h] >= 0 ? pages[h] : 0, kv_head, slot) + my_elems;
+      const auto keys_run = global_cursor(keys, run);
+      const auto values_run = global_cursor(values, run);
+      PA_UNROLL
+      for (int c = 0; c < 16 / kRowsPerCopy; ++c) {
+        const int k = 16 / kRowsPerCopy * h + c;  // the copy's index in the tile
+        const bool valid = kRowsPerCopy * k < rows_left;
+        PA_UNROLL
+        for (int line = 0; line < kLines; ++line) {
+          const int from = kRowsPerCopy * c * kRowElems + kLanesPerRow * kUnitElems * line;
+          const auto dst = slot_of(k % kPeriod, line) + k / kPeriod * 8 * UNITS * 4;
+          copy_async_or_zero<kUnitElems>(dst, keys_run + from, valid);
+          copy_async_or_zero<kUnitElems>(dst + kTileUnits * 4, values_run + from, valid);
+        }
+      }
+    }
   }
 };
 // [copies]
@@ -265,7 +344,8 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
   const float q_unscale = load_query_f16<T, HEAD_DIM>(args, seq, first_head, group_size - rows_first, q);
 
   // The copies (Fp8Copies), rows of kUnits 16-byte units of fp8.
-  const Copies copies{{args, caches.keys, caches.values, shared, seq, kv_head, begin, end, tiles}};
+  const Copies copies{{args, caches.keys, caches.values, shared, seq, kv_head, begin, end, tiles},
+                      Copies::runs_for(args, blockDim.x, begin)};
 
   float running_max[2] = {-INFINITY, -INFINITY};
   float running_sum[2] = {0.0f, 0.0f};

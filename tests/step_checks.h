@@ -538,7 +538,9 @@ inline void check_split_boundaries(Backend backend, int step) {
 
 // ----- fp8 K/V (step 12) ----------------------------------------------------------------------
 
-/// Head dims 64-256 (q in f16 and bf16), groups of 3, 8 and 32, pages 1 to 64, all with fp8 K/V.
+/// Head dims 64-256 (q in f16 and bf16), groups of 3, 8 and 32, pages 1 to 64, both layouts,
+/// all with fp8 K/V. (Step 12's copies take the runs at pages of 16 or more in the HND layout and
+/// look each row up elsewhere: both are here.)
 inline void check_fp8_shapes(Backend backend, int step) {
   for (int head_dim : {64, 80, 96, 112, 128, 256})
     for (DType dtype : {DType::f16, DType::bf16}) {
@@ -569,6 +571,17 @@ inline void check_fp8_shapes(Backend backend, int step) {
     spec.context_lens = {page - 1 > 0 ? page - 1 : 1, page, page + 1, 2 * page + 3};
     require_oracle_match(backend, step, make_workload(spec));
   }
+  for (LayoutKind layout : {LayoutKind::hnd, LayoutKind::nhd})
+    for (int page : {16, 32}) {
+      WorkloadSpec spec = debug_spec();
+      spec.dtype = DType::bf16;
+      spec.fp8_kv = true;
+      spec.layout = layout;
+      spec.name = cat("fp8-", layout == LayoutKind::nhd ? "nhd" : "hnd", "-page-", page);
+      spec.block_size = page;
+      spec.context_lens = {15, 16, 47, 100};
+      require_oracle_match(backend, step, make_workload(spec));
+    }
 }
 
 /// check_huge_pools' two sparse pools with fp8 K/V: every used page starts past element (byte)

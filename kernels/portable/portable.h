@@ -442,6 +442,17 @@ __device__ __forceinline__ void copy_async(SharedSlot<Shared> dst, const GlobalC
 #endif
 }
 
+/// copy_async_or_zero of the 16 bytes at \p src.
+template <int N, class T, class Shared>
+__device__ __forceinline__ void copy_async_or_zero(SharedSlot<Shared> dst, const GlobalCursor<T>& src,
+                                                   bool valid PA_CALLER_WHERE) {
+#if defined(__CUDACC__)
+  copy_async_or_zero<N>(dst, gspan<T>(src.ptr, 0, nullptr), 0, valid);
+#else
+  copy_async_or_zero<N>(dst, src.span, src.index, valid, where);
+#endif
+}
+
 /// copy_async to floats [at, at+4) of \p dst.
 template <int N, class T, class Shared>
 __device__ __forceinline__ void copy_async(Shared dst, int at, const gspan<T>& src, std::int64_t index PA_CALLER_WHERE) {
