@@ -77,6 +77,18 @@ __host__ __device__ constexpr int swizzle(int f) {
 }
 /// Floats of one stage: a tile's K rows, then its V rows.
 __host__ __device__ constexpr int stage_floats(int head_dim, int tile) { return 2 * tile * row_units(head_dim) * 4; }
+/// Whether the copies of an item from token \p begin take the runs (Fp8Copies::issue_runs): rows
+/// of 4 units or a multiple of 8 (head dims 64, 128 and 256), a program of one warp, a
+/// power-of-two page of at least 16 tokens whose rows of one KV head are contiguous (the HND
+/// layout: \p token_stride is the head dim), and \p begin a multiple of 16. Then each 16-token
+/// half of a tile is 16 consecutive rows of one page: one run of bytes. The kernel asks it of
+/// each item, the plan's description of the plan (whose items start on tiles).
+__host__ __device__ constexpr bool takes_runs(int head_dim, int threads, int block_size, std::int64_t token_stride,
+                                              int begin) {
+  const int units = row_units(head_dim);
+  return (units == 4 || units % 8 == 0) && threads == 32 && block_size >= 16 && (block_size & (block_size - 1)) == 0 &&
+         token_stride == head_dim && begin % 16 == 0;
+}
 
 /// The fp8 caches as the kernel reads them, with their scales.
 struct Fp8Caches {
@@ -213,11 +225,9 @@ struct Fp8Copies : step10::TileCopies<T, e4m3, UNITS, TILE, STAGES, PARTS, Share
   bool runs;
 
   /// Whether the copies of a program of \p threads threads, of tokens from \p begin, take the
-  /// runs: one warp; a power-of-two page of at least 16 tokens, whose rows of one KV head are
-  /// contiguous (the HND layout); and begin a multiple of 16. Then each 16-token half of a tile
-  /// is 16 consecutive rows of one page: one run of bytes.
+  /// runs (takes_runs).
   __device__ __forceinline__ static bool runs_for(const DecodeArgs<T>& args, int threads, int begin) {
-    return kCanRun && threads == 32 && args.block_shift >= 4 && args.token_stride == kRowElems && begin % 16 == 0;
+    return kCanRun && takes_runs(kRowElems, threads, args.block_size, args.token_stride, begin);
   }
   /// The pages of this thread's lookups in \p tile, -1 past the range (a tile past the last is
   /// wholly past it).
@@ -711,8 +721,11 @@ inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t
   const int parts = parts_for(p.head_dim, shape.part_dims);
   out.description = cat(describe_launch(out), ", fp8 e4m3 K/V (k_scale ", p.k_scale, ", v_scale ", p.v_scale,
                         "), a warp for each 16 heads and ", (p.head_dim / 16 + parts - 1) / parts * 16, " channels, tile ",
-                        shape.tile, ", ", shape.stages, " stages, ", out.resident_per_sm, " programs an SM on ", device.name,
-                        "; ", schedule);
+                        shape.tile, ", ", shape.stages, " stages, ",
+                        takes_runs(p.head_dim, out.threads, p.block_size, p.layout.token_stride, 0)
+                            ? "copies on the runs (a page lookup a 16-token half-tile), "
+                            : "copies looked up a row at a time, ",
+                        out.resident_per_sm, " programs an SM on ", device.name, "; ", schedule);
   return out;
 }
 // [plan]

@@ -425,6 +425,38 @@ TEST_CASE("step12: fp8 K/V are read once per KV head, one byte an element", "[st
   CHECK(run.traffic.tensors.at("value_cache").bytes_read == once);
 }
 
+TEST_CASE("step12: fp8 plans say which copies they take, the runs or a lookup a row", "[step12][fp8]") {
+  // takes_runs, which the kernel asks of each item: pages of 16+ (a power of two) in HND, one warp.
+  struct Case {
+    int head_dim, page, q_heads;
+    pa::LayoutKind layout;
+    bool runs;
+  };
+  for (const Case& c : {Case{128, 16, 8, pa::LayoutKind::hnd, true}, Case{64, 32, 8, pa::LayoutKind::hnd, true},
+                        Case{128, 8, 8, pa::LayoutKind::hnd, false}, Case{128, 16, 8, pa::LayoutKind::nhd, false},
+                        Case{80, 16, 8, pa::LayoutKind::hnd, false}, Case{256, 16, 8, pa::LayoutKind::hnd, false},
+                        Case{128, 16, 64, pa::LayoutKind::hnd, false}}) {
+    pa::WorkloadSpec spec = pa::debug_spec();
+    spec.head_dim = c.head_dim;
+    spec.block_size = c.page;
+    spec.num_q_heads = c.q_heads;
+    spec.num_kv_heads = 2;
+    spec.layout = c.layout;
+    spec.dtype = DType::bf16;
+    spec.fp8_kv = true;
+    spec.context_lens = {40, 300};
+    const pa::Workload w = pa::make_workload(spec);
+    const pa::RunOutput run = pa::run_emulator(pa::kernel(12, Backend::emulator), w);
+    INFO(run.plan.description);
+    CHECK((run.plan.description.find("copies on the runs") != std::string::npos) == c.runs);
+    CHECK((run.plan.description.find("copies looked up a row at a time") != std::string::npos) == !c.runs);
+    CHECK(emu_kernels::step12::takes_runs(c.head_dim, run.plan.threads, c.page, w.problem.layout.token_stride, 0) ==
+          c.runs);
+  }
+  CHECK_FALSE(emu_kernels::step12::takes_runs(128, 32, 16, 128, 8));  // an item from token 8
+  CHECK_FALSE(emu_kernels::step12::takes_runs(128, 32, 48, 128, 0));  // a page of 48: no power of two
+}
+
 TEST_CASE("step12: q·Kᵀ's k order and the planned fp8 fragments", "[step12][fp8]") {
   // channel_of_k is a permutation of a 16-channel block, pairs kept together (a register holds
   // channels 2i, 2i+1 of q).
