@@ -191,7 +191,9 @@ __device__ __forceinline__ void value_registers(unsigned v, unsigned& even, unsi
 /// - where each 16-token half of a tile is one run of bytes, 16 consecutive rows of a page (a
 ///   program of one warp, pages of 16 tokens or more in the HND layout, an item that starts on a
 ///   multiple of 16), a lane looks up the page of each half, not of each of its rows, and its
-///   copies of a half are one address plus constants (issue_runs).
+///   copies of a half are one address plus constants (issue_runs): at head dim 128 a tile's
+///   copies take 66 instructions instead of 207, and `gqa-batch-fp8` 267 µs instead of 272-273
+///   (lab/perf-log.md, v112).
 /// Step 10's program keeps its form: there nvcc gives these loops 189 registers at head dim 128
 /// (168 in step 10's form; 4 programs an SM instead of 6) and spills at 256, and its program is
 /// not capped (lab/perf-log.md, v82).
