@@ -637,12 +637,35 @@ class Ladder:
         return rows
 
     def runs_per_median(self) -> Optional[int]:
-        if self.gpu is None:
+        """The launches most GPU rows take their median of (the counter runs), or None."""
+        counts = self._runs_counts()
+        return max(counts, key=lambda runs: (counts[runs], runs)) if counts else None
+
+    def fewer_runs(self) -> Optional[str]:
+        """Where some GPU rows take fewer launches than runs_per_median(), which and why: "5 where
+        one launch takes over 10 ms" from the run's long_launch_* keys (harness/bench.cpp), else
+        how many rows; None where every row takes as many."""
+        counts = self._runs_counts()
+        most = self.runs_per_median()
+        fewer = sorted(runs for runs in counts if most is not None and runs < most)
+        if not fewer:
             return None
+        assert self.gpu is not None
+        threshold, long_runs = self.gpu.ctx("long_launch_ms"), self.gpu.ctx("long_launch_runs")
+        if threshold and long_runs and fewer == [int(long_runs)]:
+            return f"{long_runs} where one launch takes over {threshold} ms"
+        rows = sum(counts[runs] for runs in fewer)
+        return f"{', '.join(str(runs) for runs in fewer)} for {rows} row{'s' if rows != 1 else ''}"
+
+    def _runs_counts(self) -> Dict[int, int]:
+        counts: Dict[int, int] = {}
+        if self.gpu is None:
+            return counts
         for result in self.gpu.results.values():
             if result.kind == "gpu" and result.counter("runs"):
-                return int(result.counter("runs"))  # type: ignore[arg-type]
-        return None
+                runs = int(result.counter("runs"))  # type: ignore[arg-type]
+                counts[runs] = counts.get(runs, 0) + 1
+        return counts
 
     def sm_clock_range(self) -> Optional[Tuple[float, float]]:
         """The lowest and highest SM clock (MHz) read right after the GPU rows' timed launches
@@ -919,6 +942,9 @@ def _source_line(ladder: Ladder) -> str:
 def _method_line(ladder: Ladder) -> str:
     runs = ladder.runs_per_median()
     median = f"median of {runs} runs" if runs else "median of the timed runs"
+    fewer = ladder.fewer_runs()
+    if fewer:
+        median += f" ({fewer})"
     flush = "L2 flushed"
     if ladder.gpu is not None:
         # From the l2_flush key on, the flush reads a clean buffer; before it, a memset left the

@@ -300,6 +300,20 @@ class NumbersTest(unittest.TestCase):
         self.assertEqual(bare_rows["`long-single`"], ["`long-single`", "0.100 (20.8%)", rl.DASH])
         self.assertIn("read once per query head, as this step reads them", rl.step_region(ladder, 3))
 
+    def test_rows_of_long_launches_take_fewer_runs_and_the_method_says_so(self):
+        data = gpu_run()
+        for bench in data["benchmarks"]:
+            if bench["name"].startswith(KERNELS[2] + "/gpu/") and "runs" in bench:
+                bench["runs"] = 5  # step 02's rows: four of them
+        plain = rl.load(self.tree.root, gpu_path=self.tree.write("fewer.json", data))
+        self.assertEqual(plain.runs_per_median(), 20)
+        self.assertIn("median of 20 runs (5 for 4 rows), CUDA events", rl.step_region(plain, 3))
+        data["context"].update({"long_launch_ms": "10", "long_launch_runs": "5"})
+        keyed = rl.load(self.tree.root, gpu_path=self.tree.write("keyed.json", data))
+        self.assertIn("median of 20 runs (5 where one launch takes over 10 ms), CUDA events", rl.step_region(keyed, 3))
+        self.assertIsNone(self.ladder.fewer_runs())
+        self.assertIn("median of 20 runs, CUDA events", rl.step_region(self.ladder, 3))
+
     def test_formats(self):
         self.assertEqual(rl.fmt_ms(2.0e-3), "2.00")
         self.assertEqual(rl.fmt_ms(4.123e-5), "0.0412")
