@@ -6,7 +6,8 @@
 /// Registered per step:
 ///  - `stepNN_name/gpu/<workload>` for each named workload of docs/design/BENCHMARKS.md, when a GPU is
 ///    present: median device time of 20 launches (5 where one launch takes over 10 ms; CUDA
-///    events, L2 flushed before each, two warm-ups), counters GB/s (decimal), % of the roof measured at start-up, % of datasheet,
+///    events, L2 flushed before each, two warm-ups), counters GB/s (decimal), % of the roof
+///    measured at start-up, % of datasheet,
 ///    and the knobs the plan ran with (`threads_per_block`, `num_splits`, `tile_tokens`,
 ///    `variant`: the step's own knobs only); the output is checked against the oracle on sampled
 ///    sequences after the timed runs.

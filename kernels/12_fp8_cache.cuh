@@ -77,6 +77,9 @@ __host__ __device__ constexpr int swizzle(int f) {
 }
 /// Floats of one stage: a tile's K rows, then its V rows.
 __host__ __device__ constexpr int stage_floats(int head_dim, int tile) { return 2 * tile * row_units(head_dim) * 4; }
+/// Rows of \p units 16-byte units whose lanes split a warp evenly (4 units, or a multiple of 8)
+/// can take the runs.
+__host__ __device__ constexpr bool rows_can_run(int units) { return units == 4 || units % 8 == 0; }
 /// Whether the copies of an item from token \p begin take the runs (Fp8Copies::issue_runs): rows
 /// of 4 units or a multiple of 8 (head dims 64, 128 and 256), a program of one warp, a
 /// power-of-two page of at least 16 tokens whose rows of one KV head are contiguous (the HND
@@ -85,9 +88,8 @@ __host__ __device__ constexpr int stage_floats(int head_dim, int tile) { return 
 /// each item, the plan's description of the plan (whose items start on tiles).
 __host__ __device__ constexpr bool takes_runs(int head_dim, int threads, int block_size, std::int64_t token_stride,
                                               int begin) {
-  const int units = row_units(head_dim);
-  return (units == 4 || units % 8 == 0) && threads == 32 && block_size >= 16 && (block_size & (block_size - 1)) == 0 &&
-         token_stride == head_dim && begin % 16 == 0;
+  return rows_can_run(row_units(head_dim)) && threads == 32 && block_size >= 16 &&
+         (block_size & (block_size - 1)) == 0 && token_stride == head_dim && begin % 16 == 0;
 }
 
 /// The fp8 caches as the kernel reads them, with their scales.
@@ -210,8 +212,7 @@ struct Fp8Copies : step10::TileCopies<T, e4m3, UNITS, TILE, STAGES, PARTS, Share
   static constexpr int kRowsPerCopy = 32 / kLanesPerRow;
   static constexpr int kLines = UNITS / kLanesPerRow;
   static constexpr int kRowElems = UNITS * kUnitElems;
-  /// Rows whose lanes split a warp evenly (4 units, or a multiple of 8) can take the runs.
-  static constexpr bool kCanRun = UNITS == 4 || UNITS % 8 == 0;
+  static constexpr bool kCanRun = rows_can_run(UNITS);
   static constexpr int kHalves = TILE / 16;  // 16-token halves of a tile: one run of a page each
   static_assert(kHalves <= kLookups, "the runs keep a half's page where a lookup's page is kept");
   /// The swizzle repeats every 8 rows, so the runs address a copy's slots from the first 8 rows'.
@@ -223,14 +224,9 @@ struct Fp8Copies : step10::TileCopies<T, e4m3, UNITS, TILE, STAGES, PARTS, Share
   }
   static_assert(!kCanRun || swizzle_repeats(), "issue_runs takes the swizzle of row r + 8 as that of row r, 8 rows on");
 
-  /// Whether this item's tiles take the runs (runs_for).
+  /// Whether this item's tiles take the runs (takes_runs).
   bool runs;
 
-  /// Whether the copies of a program of \p threads threads, of tokens from \p begin, take the
-  /// runs (takes_runs).
-  __device__ __forceinline__ static bool runs_for(const DecodeArgs<T>& args, int threads, int begin) {
-    return kCanRun && takes_runs(kRowElems, threads, args.block_size, args.token_stride, begin);
-  }
   /// The pages of this thread's lookups in \p tile, -1 past the range (a tile past the last is
   /// wholly past it).
   __device__ __forceinline__ void look_up(int tile, int (&pages)[kLookups]) const {
@@ -357,7 +353,7 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
 
   // The copies (Fp8Copies), rows of kUnits 16-byte units of fp8.
   const Copies copies{{args, caches.keys, caches.values, shared, seq, kv_head, begin, end, tiles},
-                      Copies::runs_for(args, blockDim.x, begin)};
+                      takes_runs(HEAD_DIM, blockDim.x, args.block_size, args.token_stride, begin)};
 
   float running_max[2] = {-INFINITY, -INFINITY};
   float running_sum[2] = {0.0f, 0.0f};
