@@ -469,9 +469,38 @@ void with_kernel(const DecodeProblem& p, F&& f) {
   });
 }
 
-/// The fewest tokens a split takes when the plan chooses (step 09's rule takes 256): on the H200
-/// `long-single` and `small-batch` ran fastest at 512 tokens a split (lab/perf-log.md, v64).
+/// The fewest tokens a split takes when the plan splits unequal lengths (step 09's rule takes
+/// 256), and the fewest step 11 gives a program: on the H200 `long-single` and `small-batch` ran
+/// fastest at 512 tokens a split (lab/perf-log.md, v64).
 inline constexpr int kMinTokensPerSplit = 512;
+
+/// Programs an SM the plan fills one wave with for equal lengths. A program's chain of tiles is
+/// latency-bound when few run, so what sets the time there is how many programs run, not how
+/// long a split is: on one sequence of 1k to 16k tokens, splits of 512 tokens left 16 to 256
+/// programs and took 26-28 us whatever the length; splits toward 4 programs an SM took 9.1 us at
+/// 1k (one tile a split) and 23 at 16k; `long-single` and `small-batch` were fastest at 512
+/// programs too (lab/perf-log.md, v64 and v118).
+inline constexpr int kWavePrograms = 4;
+
+// [splits]
+/// The split count: for a batch of equal lengths, enough splits for about kWavePrograms
+/// programs an SM, each split a whole number of tiles (66 splits of 497 tokens on `long-single`
+/// ran 3.5% slower than 64 of 512, v118), at least one; for unequal lengths, step 09's rounds
+/// with splits of kMinTokensPerSplit tokens or more. `options.num_splits` or
+/// `options.partition_tokens` override it.
+inline int choose_splits(const DecodeProblem& p, const LaunchPlan& program, const KernelOptions& options,
+                         const DeviceLimits& device) {
+  const std::int64_t pairs = std::max<std::int64_t>(std::int64_t{p.num_seqs} * p.num_kv_heads, 1);
+  if (options.num_splits > 0 || options.partition_tokens > 0 || p.max_context_len == 0 || !step09::lengths_equal(p))
+    return step09::choose_splits(p, pairs, program.resident_per_sm, program.threads, options, device, kMinTokensPerSplit);
+  const int tile = kShapes[shape_for(p)].tile;
+  const std::int64_t wave = std::int64_t{device.sm_count} * std::min(program.resident_per_sm, kWavePrograms);
+  const std::int64_t wanted = std::max<std::int64_t>(wave / pairs, 1);
+  const std::int64_t tiles = (p.max_context_len + tile - 1) / tile;
+  const std::int64_t split_tiles = (tiles + wanted - 1) / wanted;  // rounded up to whole tiles
+  return static_cast<int>((tiles + split_tiles - 1) / split_tiles);
+}
+// [splits]
 
 /// Refuses f32 storage, naming \p kernel: tensor cores multiply 16-bit inputs.
 inline void require_16_bit(const DecodeProblem& p, const char* kernel) {
@@ -517,8 +546,7 @@ inline std::string describe_program(const LaunchPlan& plan, const DeviceLimits& 
 
 // [plan]
 /// The plan: the program's warps and shared memory from the problem, the programs one SM holds
-/// from the occupancy calculator, and step 09's split count with splits of kMinTokensPerSplit
-/// tokens or more.
+/// from the occupancy calculator, and the split count of choose_splits.
 inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device) {
   validate(p, kName);
   require_knobs(options, knob_splits | knob_partition, kName);
@@ -529,8 +557,7 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
   PA_REQUIRE(p.num_seqs <= 65535, kName, "num_seqs", "at most 65535 (the grid's y limit: sequences are its second axis)",
              p.num_seqs);
   LaunchPlan out = program_plan(p, options, device, kName, [](const DecodeProblem& q, auto&& f) { with_kernel(q, f); });
-  const std::int64_t pairs = std::int64_t{p.num_seqs} * p.num_kv_heads;
-  out.splits = step09::choose_splits(p, pairs, out.resident_per_sm, out.threads, options, device, kMinTokensPerSplit);
+  out.splits = choose_splits(p, out, options, device);
   out.options.num_splits = out.splits;
   out.grid[0] = static_cast<unsigned>(p.num_kv_heads);
   out.grid[1] = static_cast<unsigned>(p.num_seqs);

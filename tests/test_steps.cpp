@@ -90,6 +90,7 @@ void check_unchecked_reaches_kernel(int step) {
 // ----- what each rung adds -----------------------------------------------------------------------
 #include "kernels/02_pretend_programs.cuh"
 #include "kernels/09_memory_pipeline.cuh"
+#include "kernels/10_tensor_cores.cuh"
 #include "reference/oracle.h"
 
 namespace emu_kernels = pa::kernels_emu;
@@ -288,6 +289,52 @@ TEST_CASE("step09: the wave plan for few long sequences of equal length, and the
   pa::DecodeProblem many = long_single;
   many.num_seqs = 65536;
   PA_REQUIRE_THROWS_AS_WITH(entry.plan(many, {}, h200), pa::ArgumentError, "at most 65535");
+}
+
+TEST_CASE("step10: equal lengths split into about 4 programs an SM, a tile or more each, unequal ones as step 09 does", "[step10]") {
+  namespace s09 = emu_kernels::step09;
+  namespace s10 = emu_kernels::step10;
+  const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
+  const pa::KernelEntry& entry = pa::kernel(10, Backend::emulator);
+  auto equal = [](int seqs, int q_heads, int context) {
+    pa::DecodeProblem p = pa::make_problem(seqs, q_heads, 8, 128, 16, context, context, seqs * context, DType::bf16);
+    p.total_context_len = std::int64_t{seqs} * context;  // the caller says the lengths are equal
+    return p;
+  };
+  const pa::LaunchPlan single = entry.plan(equal(1, 32, 16384), {}, h200);
+  REQUIRE(single.resident_per_sm >= s10::kWavePrograms);
+  // 132 * 4 = 528 programs over 8 (sequence, KV head) pairs: 66 splits wanted, 512 tiles of 32
+  // tokens, so 8 tiles a split (7.8 rounded up to whole tiles) and 64 splits of 256 tokens.
+  INFO(single.description);
+  CHECK(single.splits == 64);
+  CHECK(single.description.find("64 splits of 256 tokens") != std::string::npos);
+  CHECK(entry.plan(equal(1, 32, 32768), {}, h200).splits == 64);  // long-single: 512 tokens, not 66 of 497
+  CHECK(entry.plan(equal(1, 32, 1024), {}, h200).splits == 1024 / 32);  // no split under a tile
+  CHECK(entry.plan(equal(1, 32, 1000), {}, h200).splits == 32);  // the last tile partly past the end
+  CHECK(entry.plan(equal(1, 32, 20), {}, h200).splits == 1);
+  CHECK(entry.plan(equal(1, 32, 131072), {}, h200).splits == 66);  // 4096 tiles, 63 a split
+  CHECK(entry.plan(equal(8, 64, 4096), {}, h200).splits == 8);  // small-batch: 528 / 64 pairs
+  CHECK(entry.plan(equal(64, 64, 8192), {}, h200).splits == 1);  // gqa-batch: the pairs fill the wave
+  // Fewer SMs, fewer splits: 10 * 4 programs over 8 pairs, 5 splits of 103 tiles or fewer.
+  pa::DeviceLimits tight = h200;
+  tight.sm_count = 10;
+  CHECK(entry.plan(equal(1, 32, 16384), {}, tight).splits == 5);
+  // Unequal lengths: step 09's rounds, with splits of kMinTokensPerSplit tokens or more.
+  pa::DecodeProblem ragged = equal(2, 32, 65536);
+  ragged.total_context_len = 65536 + 512;
+  const pa::LaunchPlan rounds = entry.plan(ragged, {}, h200);
+  CHECK(rounds.splits == s09::choose_splits(ragged, 16, rounds.resident_per_sm, rounds.threads, {}, h200,
+                                            s10::kMinTokensPerSplit));
+  pa::DecodeProblem short_ragged = equal(2, 32, 1024);
+  short_ragged.total_context_len = 1024 + 100;
+  CHECK(entry.plan(short_ragged, {}, h200).splits == 1024 / s10::kMinTokensPerSplit);
+  // Asked splits or partitions win.
+  pa::KernelOptions five;
+  five.num_splits = 5;
+  CHECK(entry.plan(equal(1, 32, 16384), five, h200).splits == 5);
+  pa::KernelOptions partition;
+  partition.partition_tokens = 1000;
+  CHECK(entry.plan(equal(1, 32, 16384), partition, h200).splits == 17);
 }
 
 TEST_CASE("step09: every ablation variant gives the oracle's answer where it is compiled, and is refused elsewhere", "[step09]") {
