@@ -474,31 +474,33 @@ void with_kernel(const DecodeProblem& p, F&& f) {
 /// fastest at 512 tokens a split (lab/perf-log.md, v64).
 inline constexpr int kMinTokensPerSplit = 512;
 
-/// Programs an SM the plan fills one wave with for equal lengths. A program's chain of tiles is
-/// latency-bound when few run, so what sets the time there is how many programs run, not how
-/// long a split is: on one sequence of 1k to 16k tokens, splits of 512 tokens left 16 to 256
-/// programs and took 26-28 us whatever the length; splits toward 4 programs an SM took 9.1 us at
-/// 1k (one tile a split) and 23 at 16k; `long-single` and `small-batch` were fastest at 512
-/// programs too (lab/perf-log.md, v64 and v118).
+/// Programs an SM the plan fills for equal lengths where 512-token splits leave fewer. A
+/// program's chain of tiles is latency-bound when few run, so what sets the time there is how
+/// many programs run, not how long a split is: on one sequence of 1k to 16k tokens, splits of 512
+/// tokens left 16 to 256 programs and took 26-28 us whatever the length; splits toward 4 programs
+/// an SM took 9.1 us at 1k (one tile a split) and 23 at 16k; `long-single` and `small-batch` were
+/// fastest at 512 programs too (lab/perf-log.md, v64 and v118).
 inline constexpr int kWavePrograms = 4;
 
 // [splits]
-/// The split count: for a batch of equal lengths, enough splits for about kWavePrograms
-/// programs an SM, each split a whole number of tiles (66 splits of 497 tokens on `long-single`
-/// ran 3.5% slower than 64 of 512, v118), at least one; for unequal lengths, step 09's rounds
-/// with splits of kMinTokensPerSplit tokens or more. `options.num_splits` or
+/// The split count: step 09's, with splits of kMinTokensPerSplit tokens or more; but where the
+/// lengths are equal and that floor leaves fewer than about kWavePrograms programs an SM, more
+/// and shorter splits, down to one tile, each a whole number of tiles (66 splits of 497 tokens on
+/// `long-single` ran 3.5% slower than 64 of 512, v118). `options.num_splits` or
 /// `options.partition_tokens` override it.
 inline int choose_splits(const DecodeProblem& p, const LaunchPlan& program, const KernelOptions& options,
                          const DeviceLimits& device) {
   const std::int64_t pairs = std::max<std::int64_t>(std::int64_t{p.num_seqs} * p.num_kv_heads, 1);
+  const int floored =
+      step09::choose_splits(p, pairs, program.resident_per_sm, program.threads, options, device, kMinTokensPerSplit);
   if (options.num_splits > 0 || options.partition_tokens > 0 || p.max_context_len == 0 || !step09::lengths_equal(p))
-    return step09::choose_splits(p, pairs, program.resident_per_sm, program.threads, options, device, kMinTokensPerSplit);
+    return floored;
   const int tile = kShapes[shape_for(p)].tile;
   const std::int64_t wave = std::int64_t{device.sm_count} * std::min(program.resident_per_sm, kWavePrograms);
   const std::int64_t wanted = std::max<std::int64_t>(wave / pairs, 1);
   const std::int64_t tiles = (p.max_context_len + tile - 1) / tile;
   const std::int64_t split_tiles = (tiles + wanted - 1) / wanted;  // rounded up to whole tiles
-  return static_cast<int>((tiles + split_tiles - 1) / split_tiles);
+  return std::max(floored, static_cast<int>((tiles + split_tiles - 1) / split_tiles));
 }
 // [splits]
 

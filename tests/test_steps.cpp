@@ -291,7 +291,7 @@ TEST_CASE("step09: the wave plan for few long sequences of equal length, and the
   PA_REQUIRE_THROWS_AS_WITH(entry.plan(many, {}, h200), pa::ArgumentError, "at most 65535");
 }
 
-TEST_CASE("step10: equal lengths split into about 4 programs an SM, a tile or more each, unequal ones as step 09 does", "[step10]") {
+TEST_CASE("step10: short equal lengths split toward 4 programs an SM, a tile or more each, the rest as step 09 does", "[step10]") {
   namespace s09 = emu_kernels::step09;
   namespace s10 = emu_kernels::step10;
   const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
@@ -312,13 +312,22 @@ TEST_CASE("step10: equal lengths split into about 4 programs an SM, a tile or mo
   CHECK(entry.plan(equal(1, 32, 1024), {}, h200).splits == 1024 / 32);  // no split under a tile
   CHECK(entry.plan(equal(1, 32, 1000), {}, h200).splits == 32);  // the last tile partly past the end
   CHECK(entry.plan(equal(1, 32, 20), {}, h200).splits == 1);
-  CHECK(entry.plan(equal(1, 32, 131072), {}, h200).splits == 66);  // 4096 tiles, 63 a split
+  // Long enough that 512-token splits fill the wave: step 09's count (132 * 6 slots / 8 pairs).
+  const pa::LaunchPlan longer = entry.plan(equal(1, 32, 131072), {}, h200);
+  CHECK(longer.splits == s09::choose_splits(equal(1, 32, 131072), 8, longer.resident_per_sm, longer.threads, {}, h200,
+                                            s10::kMinTokensPerSplit));
+  CHECK(longer.splits > 66);
   CHECK(entry.plan(equal(8, 64, 4096), {}, h200).splits == 8);  // small-batch: 528 / 64 pairs
   CHECK(entry.plan(equal(64, 64, 8192), {}, h200).splits == 1);  // gqa-batch: the pairs fill the wave
-  // Fewer SMs, fewer splits: 10 * 4 programs over 8 pairs, 5 splits of 103 tiles or fewer.
+  // Fewer SMs: 10 * 4 programs over 8 pairs want only 5 splits; step 09's 8 (its wave of 10 * 7
+  // slots over 8 pairs) stand.
   pa::DeviceLimits tight = h200;
   tight.sm_count = 10;
-  CHECK(entry.plan(equal(1, 32, 16384), {}, tight).splits == 5);
+  const pa::LaunchPlan few = entry.plan(equal(1, 32, 16384), {}, tight);
+  CHECK(few.splits == s09::choose_splits(equal(1, 32, 16384), 8, few.resident_per_sm, few.threads, {}, tight,
+                                         s10::kMinTokensPerSplit));
+  // A short sequence on a small device: 10 * 4 programs over 8 pairs, 5 splits of 7 tiles or fewer.
+  CHECK(entry.plan(equal(1, 32, 1024), {}, tight).splits == 5);
   // Unequal lengths: step 09's rounds, with splits of kMinTokensPerSplit tokens or more.
   pa::DecodeProblem ragged = equal(2, 32, 65536);
   ragged.total_context_len = 65536 + 512;
