@@ -312,7 +312,7 @@ TEST_CASE("step10: short equal lengths split toward 4 programs an SM, a tile or 
   CHECK(entry.plan(equal(1, 32, 1024), {}, h200).splits == 1024 / 32);  // no split under a tile
   CHECK(entry.plan(equal(1, 32, 1000), {}, h200).splits == 32);  // the last tile partly past the end
   CHECK(entry.plan(equal(1, 32, 20), {}, h200).splits == 1);
-  // Long enough that 512-token splits fill the wave: step 09's count (132 * 6 slots / 8 pairs).
+  // Long enough that 512-token splits fill the wave: step 09's count (its wave over 8 pairs).
   const pa::LaunchPlan longer = entry.plan(equal(1, 32, 131072), {}, h200);
   CHECK(longer.splits == s09::choose_splits(equal(1, 32, 131072), 8, longer.resident_per_sm, longer.threads, {}, h200,
                                             s10::kMinTokensPerSplit));
