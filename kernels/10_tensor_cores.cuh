@@ -197,6 +197,63 @@ struct TileCopies {
   }
 };
 
+/// The online softmax of one tile, on the score fragments \p s of q·Kᵀ (16 heads x 8·N tokens:
+/// n8 tile j holds tokens 8j .. 8j+7, lane l rows l / 4 and l / 4 + 8, columns 2(l % 4), +1): the
+/// scores are scaled by \p scale (base 2: each weight is one ex2), and tokens at or past \p valid
+/// weigh 0. A row's max needs its four lanes (two shuffles). The rows' running max and sum are
+/// updated and the accumulators \p o rescaled, only when a row's max grew in some lane of the
+/// warp: after the first tiles that is rare. The weights come back in \p p as P·V's A fragments,
+/// in \p W, as they are: accumulator (row, token 2t, 2t+1) of n8 tile 2c + h is A's (row,
+/// k = 8h + 2t, +1) for the 16-token chunk c, the layout m16n8k16 gives C and takes A in. The sum
+/// adds the weights as rounded to 16 bits, the ones the multiply uses. Step 12 takes it as it is.
+template <class W, int N, int BLOCKS>
+__device__ __forceinline__ void online_softmax_tile(float (&s)[N][4], int valid, float scale, float (&running_max)[2],
+                                                    float (&running_sum)[2], float (&o)[BLOCKS][2][4],
+                                                    unsigned (&p)[N / 2][4]) {
+  const int lane = threadIdx.x % 32;
+  float tile_max[2] = {-INFINITY, -INFINITY};
+  PA_UNROLL
+  for (int j = 0; j < N; ++j)
+    PA_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      s[j][e] = 8 * j + mma_layout::c_col(lane, e) < valid ? s[j][e] * scale : -INFINITY;
+      tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
+    }
+  bool grew = false;
+  PA_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+    grew = grew || tile_max[r] > running_max[r];
+  }
+  if (__ballot_sync(0xffffffffu, grew) != 0) {
+    PA_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      const float new_max = fmaxf(running_max[r], tile_max[r]);
+      const float rescale = fast_exp2(running_max[r] - new_max);  // 0 on the first tile, 1 if it did not grow
+      running_max[r] = new_max;
+      running_sum[r] *= rescale;
+      PA_UNROLL
+      for (int i = 0; i < BLOCKS; ++i)
+        PA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          o[i][h][2 * r] *= rescale;
+          o[i][h][2 * r + 1] *= rescale;
+        }
+    }
+  }
+  PA_UNROLL
+  for (int j = 0; j < N; ++j)
+    PA_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      p[j / 2][2 * (j % 2) + r] =
+          pack_pair<W>(fast_exp2(s[j][2 * r] - running_max[r]), fast_exp2(s[j][2 * r + 1] - running_max[r]));
+      float lo, hi;
+      unpack_pair<W>(p[j / 2][2 * (j % 2) + r], lo, hi);
+      running_sum[r] += lo + hi;
+    }
+}
+
 /// The attention of the query-head group of \p kv_head of \p seq over tokens [begin, end), by a
 /// program of one warp for each 16 heads of the group times each part of the head dim (step 10's
 /// program, and step 11's for each item of its work list). When \p direct, the result divided by
@@ -281,55 +338,9 @@ __device__ __forceinline__ void tensor_core_attend(const DecodeArgs<T>& args, in
         mma_m16n8k16<T>(s[2 * c + 1], q[kk], {k[2], k[3]});
       }
     }
-    // The online softmax on the fragments: tokens past the range weigh 0; a row's max needs its
-    // four lanes (two shuffles). The accumulators are rescaled only when a row's max grew in
-    // some lane of the warp: after the first tiles that is rare.
-    const int valid = end - (begin + tile * TILE);  // tokens of the tile in the range
-    float tile_max[2] = {-INFINITY, -INFINITY};
-    PA_UNROLL
-    for (int j = 0; j < 2 * kChunks; ++j)
-      PA_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        s[j][e] = 8 * j + mma_layout::c_col(lane, e) < valid ? s[j][e] * scale : -INFINITY;
-        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
-      }
-    bool grew = false;
-    PA_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      grew = grew || tile_max[r] > running_max[r];
-    }
-    if (__ballot_sync(0xffffffffu, grew) != 0) {
-      PA_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        const float new_max = fmaxf(running_max[r], tile_max[r]);
-        const float rescale = fast_exp2(running_max[r] - new_max);  // 0 on the first tile, 1 if it did not grow
-        running_max[r] = new_max;
-        running_sum[r] *= rescale;
-        PA_UNROLL
-        for (int i = 0; i < kMyBlocks; ++i)
-          PA_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            o[i][h][2 * r] *= rescale;
-            o[i][h][2 * r + 1] *= rescale;
-          }
-      }
-    }
-    // The weights become P·V's A fragments as they are: accumulator (row, token 2t, 2t+1) of n8
-    // tile 2c + h is A's (row, k = 8h + 2t, +1) for the chunk c, the layout m16n8k16 gives C
-    // and takes A in. The sum adds the weights as rounded to 16 bits, the ones the multiply uses.
+    // The online softmax on the fragments, which become P·V's A fragments.
     unsigned p[kChunks][4];
-    PA_UNROLL
-    for (int j = 0; j < 2 * kChunks; ++j)
-      PA_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        p[j / 2][2 * (j % 2) + r] =
-            pack_pair<T>(fast_exp2(s[j][2 * r] - running_max[r]), fast_exp2(s[j][2 * r + 1] - running_max[r]));
-        float lo, hi;
-        unpack_pair<T>(p[j / 2][2 * (j % 2) + r], lo, hi);
-        running_sum[r] += lo + hi;
-      }
+    online_softmax_tile<T>(s, end - (begin + tile * TILE), scale, running_max, running_sum, o, p);
     // o += P·V for this warp's channel blocks: ldmatrix .trans turns V's token rows into B
     // fragments (k = token, n = channel); one gives a block's two n8 tiles for a 16-token
     // chunk: matrices (tokens 0-7, channels +0), (8-15, +0), (0-7, +8), (8-15, +8).

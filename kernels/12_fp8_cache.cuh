@@ -403,51 +403,9 @@ __device__ __forceinline__ void fp8_attend(const DecodeArgs<T>& args, const Fp8C
         }
       }
     }
-    // The online softmax on the fragments, as step 10's.
-    const int valid = end - (begin + tile * TILE);
-    float tile_max[2] = {-INFINITY, -INFINITY};
-    PA_UNROLL
-    for (int j = 0; j < TILE / 8; ++j)
-      PA_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        s[j][e] = 8 * j + mma_layout::c_col(lane, e) < valid ? s[j][e] * scale : -INFINITY;
-        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
-      }
-    bool grew = false;
-    PA_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      grew = grew || tile_max[r] > running_max[r];
-    }
-    if (__ballot_sync(0xffffffffu, grew) != 0) {
-      PA_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        const float new_max = fmaxf(running_max[r], tile_max[r]);
-        const float rescale = fast_exp2(running_max[r] - new_max);
-        running_max[r] = new_max;
-        running_sum[r] *= rescale;
-        PA_UNROLL
-        for (int i = 0; i < kMyBlocks; ++i)
-          PA_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            o[i][h][2 * r] *= rescale;
-            o[i][h][2 * r + 1] *= rescale;
-          }
-      }
-    }
-    // The weights as P·V's A fragments (step 10's mapping), in f16, the type of the multiply.
+    // The online softmax on the fragments, as step 10's; the weights in f16, the type of the multiply.
     unsigned p[kChunks][4];
-    PA_UNROLL
-    for (int j = 0; j < TILE / 8; ++j)
-      PA_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        p[j / 2][2 * (j % 2) + r] =
-            pack_pair<f16>(fast_exp2(s[j][2 * r] - running_max[r]), fast_exp2(s[j][2 * r + 1] - running_max[r]));
-        float lo, hi;
-        unpack_pair<f16>(p[j / 2][2 * (j % 2) + r], lo, hi);
-        running_sum[r] += lo + hi;
-      }
+    step10::online_softmax_tile<f16>(s, end - (begin + tile * TILE), scale, running_max, running_sum, o, p);
     // o += P·V for this warp's blocks: one ldmatrix .trans reads 32 tokens' unit `block`
     // (matrix m: tokens 32 * quad + 8m ..), so registers 2c', 2c'+1 are the two halves of the
     // k of chunk 2 * quad + c'.
