@@ -1,13 +1,15 @@
 #!/bin/bash
-# v121 and v122 in one device call (prepared 2026-12-04, not yet run). Programs, all step 10 from
-# 6dfbecb's source at head dim 128 unless named otherwise:
+# v121, v122 and v123 in one device call (prepared 2026-12-04, not yet run). Programs, all step 10
+# from 6dfbecb's source at head dim 128 unless named otherwise:
 #   -m   main's source (no trial switch);
 #   -e   v121, the first tiles' block-table loads before the context length
 #        (lab/experiments/v121-early-table/trial.patch, -DPA_TRIAL_EARLY_TABLE); -ea the same at
 #        every head dim (the adversarial set is at head dim 64);
 #   -h   v122, a warp of 8 heads or fewer skips the softmax of its padding rows 8-15
 #        (trial.patch here, -DPA_TRIAL_HALF_ROWS): 173 registers, so 5 programs an SM;
-#   -hc  -h held to 168 registers (-maxrregcount=168: 6 programs an SM, an 8-byte stack).
+#   -hc  -h held to 168 registers (-maxrregcount=168: 6 programs an SM, an 8-byte stack);
+#   -w   v123, a group of one on the wide shape, one warp of 128 channels a program
+#        (lab/experiments/v123-wide-group1/trial.patch, -DPA_TRIAL_WIDE_G1; host side only).
 # First the checks on the GPU (adversarial sets, shapes, memcheck and initcheck), then three
 # rounds of the rows issue 18 hangs on, alternating the programs, 50 runs a row, medians to
 # 0.01 us from the JSON.
@@ -25,13 +27,15 @@ for d in bf16 f16; do
 done
 for a in "--page 16" "--page 32" "--page 8" "--page 24" "--layout nhd" "--q-heads 64 --kv-heads 2 --dtype f16"; do
   for v in e h; do
-    check "shape $a" step10_tensor_cores-$v --batch 4 --context 15,16,47,70000 --q-heads 16 --kv-heads 2 --head-dim 128 --dtype bf16 $a
+    check "shape $a" step10_tensor_cores-$v --batch 4 --context 15,16,47,7000 --q-heads 16 --kv-heads 2 --head-dim 128 --dtype bf16 $a
   done
 done
 for g in "12 1" "20 1" "7 1" "8 8"; do  # groups whose second eight rows are live or padding (v122)
   set -- $g
   check "group $1/$2" step10_tensor_cores-h --batch 3 --context 15,47,7000 --q-heads $1 --kv-heads $2 --head-dim 128 --dtype bf16
 done
+for d in bf16 f16; do check "adversarial d128 $d" step10_tensor_cores-w --adversarial --head-dim 128 --dtype $d; done
+check "group 8/8" step10_tensor_cores-w --batch 3 --context 15,47,7000 --q-heads 8 --kv-heads 8 --head-dim 128 --dtype bf16
 for t in memcheck initcheck; do
   for v in ea h; do
     a="--adversarial --dtype bf16"; [[ $v == h ]] && a="$a --head-dim 128"
@@ -52,7 +56,8 @@ PY
 }
 for r in 1 2 3; do
   for w in small-batch long-single mha-batch gqa-batch; do
-    for v in m e h hc; do row "r$r $w" step10_tensor_cores-$v --workload $w; done
+    vs="m e h hc"; [[ $w == mha-batch ]] && vs="m e h hc w"
+    for v in $vs; do row "r$r $w" step10_tensor_cores-$v --workload $w; done
   done
   for v in m e h hc; do  # group 16 at gqa-batch's bytes: -h's other loop (rows 8-15 live)
     row "r$r g16" step10_tensor_cores-$v --batch 64 --context 8192 --q-heads 128 --kv-heads 8 --head-dim 128 --dtype bf16
