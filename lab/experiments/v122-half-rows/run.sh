@@ -62,5 +62,8 @@ for r in 1 2 3; do
   for v in m e h hc; do  # group 16 at gqa-batch's bytes: -h's other loop (rows 8-15 live)
     row "r$r g16" step10_tensor_cores-$v --batch 64 --context 8192 --q-heads 128 --kv-heads 8 --head-dim 128 --dtype bf16
   done
+  for v in m e; do  # group 32: the wide shape, which -e's build holds at 168 registers where main's takes 236
+    row "r$r g32" step10_tensor_cores-$v --batch 64 --context 8192 --q-heads 256 --kv-heads 8 --head-dim 128 --dtype bf16
+  done
   for v in m e; do row "r$r single 1024" step10_tensor_cores-$v --batch 1 --context 1024 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype bf16; done
 done
