@@ -5,9 +5,11 @@
 #   -e   v121, the first tiles' block-table loads before the context length
 #        (lab/experiments/v121-early-table/trial.patch, -DPA_TRIAL_EARLY_TABLE); -ea the same at
 #        every head dim (the adversarial set is at head dim 64);
-#   -h   v122, a warp of 8 heads or fewer skips the softmax of its padding rows 8-15
-#        (trial.patch here, -DPA_TRIAL_HALF_ROWS): 173 registers, so 5 programs an SM;
-#   -hc  -h held to 168 registers (-maxrregcount=168: 6 programs an SM, an 8-byte stack);
+#   -hk  v122, a warp of 8 heads or fewer skips the softmax of its padding rows 8-15: branch
+#        next/half-rows (e2f9472: a second split kernel with ROWS = 1 for groups of at most
+#        8), built at head dim 128: its ROWS = 1 kernel takes 172 registers, 5 programs an SM;
+#   -hkc -hk with -maxrregcount=168 (6 programs an SM, no stack; the flag holds every kernel of
+#        the program, so only groups of 16 or fewer are timed with it);
 #   -w   v123, a group of one on the wide shape, one warp of 128 channels a program
 #        (lab/experiments/v123-wide-group1/trial.patch, -DPA_TRIAL_WIDE_G1; host side only).
 # First the checks on the GPU (adversarial sets, shapes, memcheck and initcheck), then three
@@ -23,22 +25,22 @@ check() {  # label program args...
 }
 for d in bf16 f16; do
   check "adversarial $d" step10_tensor_cores-ea --adversarial --dtype $d
-  for v in e h; do check "adversarial d128 $d" step10_tensor_cores-$v --adversarial --head-dim 128 --dtype $d; done
+  for v in e hk; do check "adversarial d128 $d" step10_tensor_cores-$v --adversarial --head-dim 128 --dtype $d; done
 done
 for a in "--page 16" "--page 32" "--page 8" "--page 24" "--layout nhd" "--q-heads 64 --kv-heads 2 --dtype f16"; do
-  for v in e h; do
+  for v in e hk; do
     check "shape $a" step10_tensor_cores-$v --batch 4 --context 15,16,47,7000 --q-heads 16 --kv-heads 2 --head-dim 128 --dtype bf16 $a
   done
 done
 for g in "12 1" "20 1" "7 1" "8 8"; do  # groups whose second eight rows are live or padding (v122)
   set -- $g
-  check "group $1/$2" step10_tensor_cores-h --batch 3 --context 15,47,7000 --q-heads $1 --kv-heads $2 --head-dim 128 --dtype bf16
+  check "group $1/$2" step10_tensor_cores-hk --batch 3 --context 15,47,7000 --q-heads $1 --kv-heads $2 --head-dim 128 --dtype bf16
 done
 for d in bf16 f16; do check "adversarial d128 $d" step10_tensor_cores-w --adversarial --head-dim 128 --dtype $d; done
 check "group 8/8" step10_tensor_cores-w --batch 3 --context 15,47,7000 --q-heads 8 --kv-heads 8 --head-dim 128 --dtype bf16
 for t in memcheck initcheck; do
-  for v in ea h; do
-    a="--adversarial --dtype bf16"; [[ $v == h ]] && a="$a --head-dim 128"
+  for v in ea hk; do
+    a="--adversarial --dtype bf16"; [[ $v == hk ]] && a="$a --head-dim 128"
     compute-sanitizer --tool $t --error-exitcode 99 $B/step10_tensor_cores-$v $a --runs 0 --quiet >> $OUT/sanitizer.txt 2>&1
     echo "$t $v rc=$?"
   done
@@ -56,10 +58,10 @@ PY
 }
 for r in 1 2 3; do
   for w in small-batch long-single mha-batch gqa-batch; do
-    vs="m e h hc"; [[ $w == mha-batch ]] && vs="m e h hc w"
+    vs="m e hk hkc"; [[ $w == mha-batch ]] && vs="m e hk hkc w"
     for v in $vs; do row "r$r $w" step10_tensor_cores-$v --workload $w; done
   done
-  for v in m e h hc; do  # group 16 at gqa-batch's bytes: -h's other loop (rows 8-15 live)
+  for v in m e hk hkc; do  # group 16 at gqa-batch's bytes: -hk's ROWS = 2 kernel (main's)
     row "r$r g16" step10_tensor_cores-$v --batch 64 --context 8192 --q-heads 128 --kv-heads 8 --head-dim 128 --dtype bf16
   done
   for v in m e; do  # group 32: the wide shape, which -e's build holds at 168 registers where main's takes 236
