@@ -1244,6 +1244,145 @@ def checked_region(ladder: Ladder) -> str:
     return "\n".join([f"**{ladder.stamp_line()}**", "", table, "", legend, _source_line(ladder), ""])
 
 
+TORCH_LOG_BEGIN = "<!-- torch-log:begin -->"
+TORCH_LOG_END = "<!-- torch-log:end -->"
+TORCH_LOG = "gpu-torch.log"  # what scripts/gpu-bench keeps of the PyTorch extension's test
+
+
+def torch_log_region(ladder: Ladder) -> str:
+    """The text between `<!-- torch-log:begin -->` and `<!-- torch-log:end -->`: the end of the
+    PyTorch extension's test as the GPU run's logs keep it (`<run>/gpu-torch.log`), from the line
+    that names torch and the GPU, in a code block; or a line that says the run has no such log."""
+    if ladder.gpu is None:
+        return NO_GPU_RESULTS
+    log = ladder.gpu.path.with_suffix("") / TORCH_LOG
+    lines = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+    start = next((i for i, line in enumerate(lines) if line.startswith("test_decode.py:")), None)
+    if start is None:
+        return f"No test summary in {_code(ladder.relative(log))}: the run did not test the PyTorch extension."
+    # The first line names torch, the GPU and the module's path on the GPU machine: not the path.
+    first = lines[start].split("; module ")[0]
+    return "\n".join(["```", first] + lines[start + 1:] + ["```"])
+
+
+# ----------------------------------------------------------------------------------------------
+# Numbers in prose
+
+
+VALUE_RE = re.compile(r"<!-- value:(?P<expr>[^<>\n]*?) -->(?P<text>[^<\n]*)<!-- /value -->")
+VALUE_OPEN = "<!-- value:"
+VALUE_CLOSE = "<!-- /value -->"
+# What a value can be, by its first word, and the words after it (README of docs/results/).
+VALUE_FORMS = {
+    "us": "STEP WORKLOAD: the median time in µs (37.7; from 10000 µs whole)",
+    "pct": "STEP WORKLOAD: % of the datasheet bandwidth (74.2%)",
+    "bare-us": "STEP WORKLOAD: the bare read of the workload's bytes in STEP's pattern, in µs",
+    "bare-pct": "STEP WORKLOAD: that bare read as % of the datasheet bandwidth",
+    "clock": "STEP WORKLOAD: the SM clock read after the row's launches, in MHz (1838)",
+    "ratio": "STEP WORKLOAD STEP2 WORKLOAD2: how many times faster the first is (time 2 / time 1: 1.82×)",
+    "slower": "STEP WORKLOAD STEP2 WORKLOAD2: how much longer the first takes, in % of the second (0.8%); "
+              "an error where it is not longer, since the text around it says so",
+    "least": "STEP SWEEP: the lowest point of a shape sweep (group- or head-dim-) as % of the datasheet, "
+             "and where: 89.7% (g = 32)",
+    "run": "file, logs, rev, day or roof: the run's JSON, its logs folder, revision (7 digits), date, roof (GB/s)",
+}
+
+
+def fmt_value_us(seconds: float) -> str:
+    """Microseconds as prose quotes them: one decimal (37.7, 480.1), whole from 10000 µs."""
+    us = seconds * 1e6
+    return f"{us:.0f}" if us >= 9999.95 else f"{us:.1f}"
+
+
+def value_text(ladder: Ladder, expr: str) -> str:
+    """The text of the value \p expr (VALUE_FORMS) in \p ladder's GPU run; ValueError naming what
+    is wrong when the form is unknown, the row missing or failed, or the sign not the one the
+    prose assumes."""
+    words = expr.split()
+    form = words[0] if words else ""
+    if form not in VALUE_FORMS:
+        raise ValueError(f"unknown value {expr!r}: the forms are {', '.join(VALUE_FORMS)}")
+    run = ladder.gpu
+    if run is None:
+        raise ValueError(f"value {expr!r}: no GPU run in docs/results/")
+    arity = {"ratio": 5, "slower": 5, "run": 2}.get(form, 3)
+    if len(words) != arity:
+        raise ValueError(f"value {expr!r}: expected {form} {VALUE_FORMS[form].split(':')[0]}, got {len(words) - 1} word(s)")
+    if form == "run":
+        what = words[1]
+        if what == "file":
+            return ladder.source_path(run)
+        if what == "logs":
+            return ladder.relative(run.path.with_suffix("")) + "/"
+        if what == "rev":
+            return run.revision[:7]
+        if what == "day":
+            return run.day
+        if what == "roof" and run.roof_gbps:
+            return fmt_gbps(run.roof_gbps)
+        raise ValueError(f"value {expr!r}: expected run file, logs, rev, day or roof")
+
+    def step_of(word: str) -> int:
+        if not word.isdigit():
+            raise ValueError(f"value {expr!r}: expected a step number, got {word!r}")
+        return int(word)
+
+    def row(step_word: str, workload: str) -> Result:
+        result = ladder.gpu_result(step_of(step_word), workload)
+        if result is None or not result.ok or not result.seconds:
+            state = "no row" if result is None else f"a row that did not run ({result.error})"
+            raise ValueError(f"value {expr!r}: {ladder.source_path(run)} has {state} for step {step_word} on {workload}")
+        return result
+
+    if form == "least":
+        sweep = next((sweep for sweep in SHAPE_SWEEPS if sweep.prefix == words[2] and sweep.target), None)
+        if sweep is None:
+            raise ValueError(f"value {expr!r}: expected a sweep with a target, one of "
+                             f"{', '.join(sweep.prefix for sweep in SHAPE_SWEEPS if sweep.target)}")
+        series = ladder.shape_series(step_of(words[1]), sweep)
+        if not series:
+            raise ValueError(f"value {expr!r}: {ladder.source_path(run)} has no {sweep.prefix} rows for step {words[1]}")
+        point, pct = min(series, key=lambda item: item[1])
+        return f"{fmt_pct(pct)} ({sweep.symbol} = {sweep.label(point)})"
+    if form in ("bare-us", "bare-pct"):
+        bare = ladder.bare_read(words[2], bare_pattern(step_of(words[1])))
+        if bare is None:
+            raise ValueError(f"value {expr!r}: {ladder.source_path(run)} has no bare read of {words[2]} "
+                             f"in step {words[1]}'s pattern")
+        return fmt_value_us(bare.seconds) if form == "bare-us" else fmt_pct(ladder.pct_datasheet(bare))  # type: ignore[arg-type]
+    first = row(words[1], words[2])
+    if form == "us":
+        return fmt_value_us(first.seconds)  # type: ignore[arg-type]
+    if form == "pct":
+        pct = ladder.pct_datasheet(first)
+        if pct is None:
+            raise ValueError(f"value {expr!r}: the row has no bandwidth")
+        return fmt_pct(pct)
+    if form == "clock":
+        mhz = first.counter("sm_mhz")
+        if not mhz:
+            raise ValueError(f"value {expr!r}: the row has no SM clock (counter sm_mhz)")
+        return f"{mhz:.0f}"
+    second = row(words[3], words[4])
+    if form == "ratio":
+        return fmt_ratio(second.seconds / first.seconds)  # type: ignore[operator]
+    longer = 100.0 * (first.seconds / second.seconds - 1.0)  # type: ignore[operator]
+    if longer < 0:
+        raise ValueError(f"value {expr!r}: step {words[1]} on {words[2]} is {-longer:.1f}% faster, not slower; "
+                         "rewrite the sentence around it")
+    return f"{longer:.1f}%"
+
+
+def fill_values(ladder: Ladder, text: str) -> str:
+    """\p text with the text of every value (`<!-- value:EXPR -->TEXT<!-- /value -->`, one line,
+    no markup inside) written again from the GPU run: the numbers that prose quotes."""
+    found = VALUE_RE.findall(text)
+    if len(found) != text.count(VALUE_OPEN) or len(found) != text.count(VALUE_CLOSE):
+        raise ValueError(f"a value marker without its pair, or with a line break or markup inside "
+                         f"({text.count(VALUE_OPEN)} {VALUE_OPEN}...--> and {text.count(VALUE_CLOSE)} {VALUE_CLOSE})")
+    return VALUE_RE.sub(lambda m: f"{VALUE_OPEN}{m['expr']} -->{value_text(ladder, m['expr'])}{VALUE_CLOSE}", text)
+
+
 def is_ladder_step(step_dir: Path) -> bool:
     """A step whose benchmark is the shared ladder one (bench.cpp is PA_STEP_BENCHMARK_MAIN)."""
     bench = Path(step_dir) / "bench.cpp"
@@ -1305,7 +1444,8 @@ def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
                   step_dir: Optional[Path] = None) -> str:
     """\\p text with each kind of generated region it has rewritten: the results (the ladder table
     on README.md, \\p step's table on its page), and on a step page its ablation and baseline;
-    the shape sweeps and the pasted files (PASTED_FILES) on either."""
+    the shape sweeps, the pasted files (PASTED_FILES), the PyTorch test's log (torch_log_region)
+    and the values in its prose (fill_values) on either."""
     new = text
     if BEGIN_MARKER in text:
         new = replace_regions(new, readme_region(ladder) if step is None else step_region(ladder, step, step_dir))
@@ -1320,7 +1460,20 @@ def _page_regions(ladder: Ladder, text: str, step: Optional[int] = None,
             new = replace_regions(new, pasted.region(ladder.root), pasted.begin, pasted.end)
     if CHECKED_BEGIN in text:
         new = replace_regions(new, checked_region(ladder), CHECKED_BEGIN, CHECKED_END)
+    if TORCH_LOG_BEGIN in text:
+        new = replace_regions(new, torch_log_region(ladder), TORCH_LOG_BEGIN, TORCH_LOG_END)
+    if VALUE_OPEN in text:
+        new = fill_values(ladder, new)
     return new
+
+
+def _page_regions_of(ladder: Ladder, page: Path, text: str, step: Optional[int] = None,
+                     step_dir: Optional[Path] = None) -> str:
+    """_page_regions for the file \\p page, whose name a ValueError then starts with."""
+    try:
+        return _page_regions(ladder, text, step, step_dir)
+    except ValueError as error:
+        raise ValueError(f"{ladder.relative(page)}: {error}") from error
 
 
 def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
@@ -1332,7 +1485,7 @@ def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
     readme = ladder.root / "README.md"
     if readme.is_file():
         text = readme.read_text(encoding="utf-8")
-        new = _page_regions(ladder, text)
+        new = _page_regions_of(ladder, readme, text)
         if new is not text:
             out.append((readme, new))
     for page in sorted((ladder.root / "steps").glob("*/README.md")):
@@ -1340,12 +1493,12 @@ def generated_files(ladder: Ladder) -> List[Tuple[Path, str]]:
         if not match:
             continue
         text = page.read_text(encoding="utf-8")
-        new = _page_regions(ladder, text, int(match.group(1)), page.parent)
+        new = _page_regions_of(ladder, page, text, int(match.group(1)), page.parent)
         if new is not text:
             out.append((page, new))
     for page in sorted((ladder.root / "docs" / "pages").glob("*.md")):
         text = page.read_text(encoding="utf-8")
-        new = _page_regions(ladder, text)
+        new = _page_regions_of(ladder, page, text)
         if new is not text:
             out.append((page, new))
     for page in sorted((ladder.root / "docs" / "design").glob("*.md")):

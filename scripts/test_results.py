@@ -906,6 +906,92 @@ class CheckedCostTest(unittest.TestCase):
         self.assertEqual(check.returncode, 0, check.stderr)
 
 
+class ValuesTest(unittest.TestCase):
+    """Numbers in prose, `<!-- value:EXPR -->TEXT<!-- /value -->`: scripts/results writes TEXT from
+    the GPU run, --check finds a stale one, and one that cannot be written is an error that names
+    the page (exit 2)."""
+
+    def setUp(self):
+        self.tree = Tree()
+        run = sweep_run()
+        run["benchmarks"][0]["sm_mhz"] = 1838.0  # step 07 on gqa-batch
+        run["benchmarks"].append(bare_bench("gqa-batch", rl.bare_pattern(9), 0.45, 4800.0))
+        self.tree.write("nvidia-h200-20261130-abc1234.json", run)
+        (self.tree.root / "docs" / "pages").mkdir(parents=True)
+
+    def tearDown(self):
+        self.tree.close()
+
+    def page(self, body):
+        (self.tree.root / "docs" / "pages" / "p.md").write_text("# P\n\n" + body, encoding="utf-8")
+
+    def test_each_form(self):
+        forms = {"us 09 gqa-batch": "500.0", "us 09 single-1024": "10.0", "us 08 head-dim-256": "1500.0",
+                 "pct 09 gqa-batch": "90.0%", "bare-us 09 gqa-batch": "450.0", "bare-pct 09 gqa-batch": "100.0%",
+                 "clock 07 gqa-batch": "1838", "ratio 09 gqa-batch 07 gqa-batch": "2.00×",
+                 "slower 07 gqa-batch 09 gqa-batch": "100.0%", "slower 09 gqa-batch 09 gqa-batch": "0.0%",
+                 "least 09 group-": "50.0% (g = 64)", "least 08 group-": "65.0% (g = 1)",
+                 "run rev": "abc1234", "run day": "2026-11-30", "run roof": "4570",
+                 "run file": "docs/results/nvidia-h200-20261130-abc1234.json",
+                 "run logs": "docs/results/nvidia-h200-20261130-abc1234/"}
+        self.page("".join(f"{expr}: <!-- value:{expr} -->old<!-- /value --> after\n" for expr in forms))
+        self.assertEqual(self.tree.run_script("--check").returncode, 1)
+        result = self.tree.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = self.tree.text("docs/pages/p.md")
+        for expr, want in forms.items():
+            self.assertIn(f"\n{expr}: <!-- value:{expr} -->{want}<!-- /value --> after\n", text)
+        self.assertEqual(self.tree.run_script("--check").returncode, 0)
+        self.tree.run_script()
+        self.assertEqual(self.tree.text("docs/pages/p.md"), text)  # idempotent
+
+    def test_a_stale_value_is_out_of_date(self):
+        self.page("Step 09 took <!-- value:us 09 gqa-batch -->500.0<!-- /value --> µs.\n")
+        self.assertEqual(self.tree.run_script().returncode, 0)  # the tree's other regions
+        self.assertEqual(self.tree.run_script("--check").returncode, 0)
+        self.page("Step 09 took <!-- value:us 09 gqa-batch -->499.9<!-- /value --> µs.\n")
+        check = self.tree.run_script("--check")
+        self.assertEqual(check.returncode, 1)
+        self.assertIn("docs/pages/p.md is out of date", check.stderr)
+
+    def test_what_cannot_be_written_names_the_page(self):
+        cases = {
+            "<!-- value:slower 09 gqa-batch 07 gqa-batch -->x<!-- /value -->":
+                "step 09 on gqa-batch is 50.0% faster, not slower; rewrite the sentence around it",
+            "<!-- value:us 09 mha-batch -->x<!-- /value -->": "has no row for step 09 on mha-batch",
+            "<!-- value:us 08 group-7 -->x<!-- /value -->": "a row that did not run (refused: no kernel for group 7)",
+            "<!-- value:bare-us 09 long-single -->x<!-- /value -->": "no bare read of long-single",
+            "<!-- value:us 9 -->x<!-- /value -->": "expected us STEP WORKLOAD, got 1 word(s)",
+            "<!-- value:ms 09 gqa-batch -->x<!-- /value -->": "unknown value 'ms 09 gqa-batch'",
+            "<!-- value:least 09 single- -->x<!-- /value -->": "expected a sweep with a target, one of group-, head-dim-",
+            "<!-- value:run commit -->x<!-- /value -->": "expected run file, logs, rev, day or roof",
+            "<!-- value:us 09 gqa-batch -->500.0": "a value marker without its pair",
+            "<!-- value:us 09 gqa-batch -->500\n.0<!-- /value -->": "with a line break or markup inside",
+        }
+        for body, message in cases.items():
+            with self.subTest(body=body):
+                self.page(f"Text {body} more.\n")
+                for args in (("--check",), ()):
+                    result = self.tree.run_script(*args)
+                    self.assertEqual(result.returncode, 2, result.stdout)
+                    self.assertIn("docs/pages/p.md: ", result.stderr)
+                    self.assertIn(message, result.stderr)
+
+    def test_the_torch_log_region(self):
+        self.page("<!-- torch-log:begin -->\nold\n<!-- torch-log:end -->\n")
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        self.assertIn("No test summary in `docs/results/nvidia-h200-20261130-abc1234/gpu-torch.log`",
+                      self.tree.text("docs/pages/p.md"))
+        logs = self.tree.results / "nvidia-h200-20261130-abc1234"
+        logs.mkdir()
+        (logs / "gpu-torch.log").write_text("== building\nninja: done\ntest_decode.py: torch 2.11 on H200; module /x/pagedattn.so\n"
+                                            "grid: 3 of 3 shapes passed\n3 passed, 0 failed\n", encoding="utf-8")
+        self.assertEqual(self.tree.run_script("--check").returncode, 1)
+        self.assertEqual(self.tree.run_script().returncode, 0)
+        self.assertIn("<!-- torch-log:begin -->\n```\ntest_decode.py: torch 2.11 on H200\ngrid: 3 of 3 shapes passed\n"
+                      "3 passed, 0 failed\n```\n<!-- torch-log:end -->", self.tree.text("docs/pages/p.md"))
+
+
 class ExercisesRegionTest(unittest.TestCase):
     """The exercises' reports: docs/results/exercise-reports.md pasted into a page of docs/pages/."""
 
