@@ -36,14 +36,16 @@ constexpr std::string_view kWhyNextFor16Bit = "the next fastest for bf16 and f16
 constexpr std::string_view kWhyF32 = "the fastest rung that runs f32 (step 10 multiplies 16-bit inputs only)";
 
 // Step 11 (the persistent programs over a work list balanced by the lengths) goes first for a
-// ragged batch whose host lengths plan_decode is given (docs/results/nvidia-h200-20261204-22d130bc3c.json,
-// bf16, one run for steps 10 and 11): ragged-skew (one sequence of 65536 tokens, 63 of 512; the
-// longest 43 times the mean) 104.0 µs against step 10's 289 (80.2 against 28.9%), ragged-uniform
-// (uniform in [128, 16384]; the longest 2.0 times the mean) 486 against 520 (90.5 against 84.6%).
-// Where the lengths are equal step 10 leads: gqa-batch 478 against 494 µs, small-batch 37.7
-// against 40.6, long-single 37.9 against 39.4, and the one-sequence points from 1k to 1M (by 1-3%
-// from 32k). The rule "the longest at least 1.5 times the mean" sits between the
-// ratios measured (1.0: step 10; 2.0 and 43: step 11); none between them was measured.
+// ragged batch whose host lengths plan_decode is given. Measured in the recorded run
+// nvidia-h200-20261204-22d130bc3c (its JSON in docs/results/, or in lab/runs/ once a newer run
+// replaces it; docs/pages/entry_point.md quotes the newest), bf16, one run for steps 10 and 11:
+// ragged-skew (one sequence of 65536 tokens, 63 of 512; the longest 43 times the mean) 104.0 µs
+// against step 10's 289 (80.2 against 28.9%), ragged-uniform (uniform in [128, 16384]; the
+// longest 2.0 times the mean) 486 against 520 (90.5 against 84.6%). Where the lengths are equal
+// step 10 leads: gqa-batch 478 against 494 µs, small-batch 37.7 against 40.6, long-single 37.9
+// against 39.4, and the one-sequence points from 1k to 1M (by 1-3% from 32k). The rule "the
+// longest at least 1.5 times the mean" sits between the ratios measured (1.0: step 10; 2.0 and
+// 43: step 11); none between them was measured.
 constexpr std::string_view kWhyPersistent =
     "chosen for a ragged batch (the longest sequence at least 1.5 times the mean) in bf16 and f16: its work list "
     "balances the tokens over the device (H200, docs/results: ragged-skew 2.8 times as fast as step 10, "
