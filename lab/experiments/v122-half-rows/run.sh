@@ -14,7 +14,9 @@
 #        next/half-rows merged), head dim 128; its ROWS = 1 kernel takes 161 registers (6
 #        programs an SM), its ROWS = 2 kernels 159, the wide one 168;
 #   -w   v123, a group of one on the wide shape, one warp of 128 channels a program
-#        (lab/experiments/v123-wide-group1/trial.patch, -DPA_TRIAL_WIDE_G1; host side only).
+#        (lab/experiments/v123-wide-group1/trial.patch, -DPA_TRIAL_WIDE_G1; host side only);
+#   step09_memory_pipeline-s09: step 09 as main builds it (build/cuda at 6a26cec, every head dim),
+#        timed on mha-batch in each round beside step 10's programs.
 # First the checks on the GPU (adversarial sets, shapes, memcheck and initcheck), then three
 # rounds of the rows issue 18 hangs on, alternating the programs, 50 runs a row, medians to
 # 0.01 us from the JSON.
@@ -61,6 +63,8 @@ for r in 1 2 3; do
   for w in small-batch long-single mha-batch gqa-batch; do
     vs="m e hk ehk"; [[ $w == mha-batch ]] && vs="m e hk ehk w"
     for v in $vs; do row "r$r $w" step10_tensor_cores-$v --workload $w; done
+    # Issue 18 asks step 10 to be no slower than step 09 on mha-batch: step 09 in the same rounds.
+    [[ $w == mha-batch ]] && row "r$r $w" step09_memory_pipeline-s09 --workload $w
   done
   for v in m e hk ehk; do  # group 16 at gqa-batch's bytes: -hk's ROWS = 2 kernel (main's)
     row "r$r g16" step10_tensor_cores-$v --batch 64 --context 8192 --q-heads 128 --kv-heads 8 --head-dim 128 --dtype bf16
@@ -68,12 +72,12 @@ for r in 1 2 3; do
   for v in m e ehk; do  # group 32: the wide shape, which -e's build holds at 168 registers where main's takes 236
     row "r$r g32" step10_tensor_cores-$v --batch 64 --context 8192 --q-heads 256 --kv-heads 8 --head-dim 128 --dtype bf16
   done
-  for v in m e; do row "r$r single 1024" step10_tensor_cores-$v --batch 1 --context 1024 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype bf16; done
+  for v in m e ehk; do row "r$r single 1024" step10_tensor_cores-$v --batch 1 --context 1024 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype bf16; done
 done
 # The sanitizer last: the recorded run checks what lands again (scripts/gpu-bench --no-bench).
 for t in memcheck initcheck; do
-  (( SECONDS > 520 )) && { echo "$t skipped: ${SECONDS} s gone"; continue; }
   for v in ea ehk; do  # -ehk's ROWS = 1 kernel is -hk's softmax with -ea's early reads
+    (( SECONDS > 520 )) && { echo "$t $v skipped: ${SECONDS} s gone"; continue; }
     a="--adversarial --dtype bf16"; [[ $v == ehk ]] && a="$a --head-dim 128"
     compute-sanitizer --tool $t --error-exitcode 99 $B/step10_tensor_cores-$v $a --runs 0 --quiet >> $OUT/sanitizer.txt 2>&1
     echo "$t $v rc=$?"
@@ -88,7 +92,7 @@ for line in open(os.environ['OUT'] + '/rows.tsv'):
     what, prog, t, ok = line.rstrip('\n').split('\t')
     rows[(what, prog)].append(float(t))
     if ok != 'True': bad.append((what, prog))
-progs = ['m', 'e', 'hk', 'ehk', 'w']
+progs = ['m', 'e', 'hk', 'ehk', 'w', 's09']
 print(f"{'row':<16}" + ''.join(f"{p:>22}" for p in progs))
 for what in dict.fromkeys(w for w, _ in rows):
     cells = [' / '.join(f"{x:.2f}" for x in rows.get((what, p), [])) for p in progs]
