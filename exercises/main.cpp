@@ -20,6 +20,7 @@
 #include "exercises/05_reduction_lanes.cuh"
 #include "exercises/06_async_before_wait.cuh"
 #include "exercises/07_thread_order.cuh"
+#include "exercises/08_fragment_layout.cuh"
 #include "reference/oracle.h"
 
 namespace pa::PA_KERNELS::exercises {
@@ -34,6 +35,9 @@ struct Exercise {
   ExerciseKernel kernel;  ///< launched on a grid (num_seqs, num_q_heads)
   int threads;            ///< of one program
   std::size_t dynamic_shared_bytes = 0;
+  /// The output is held to this type's tolerance (Tolerance::for_dtype): f32, the storage, unless
+  /// the kernel computes in a narrower type on purpose.
+  DType tolerance = DType::f32;
 };
 
 const std::vector<Exercise>& all_exercises() {
@@ -73,6 +77,13 @@ const std::vector<Exercise>& all_exercises() {
        "It passes in the fixed order, where thread 0 runs first. The race detector watches shared memory only; "
        "what orders thread 0's global writes before the other threads' reads?",
        ex07::scores_in_global, kHeadDim},
+      {"08_fragment_layout",
+       "a warp scores 8 tokens at a time with a tensor-core mma in f16 (q as A, K as B), then lane l computes "
+       "channels l and l + 32; held to f16's tolerance, the precision of its scores",
+       "No fault: the emulator multiplied whatever each lane gave it. B is 16 x 8, k x n: for q·Kᵀ, which of "
+       "k and n is the channel and which the token, and which two elements does register r of a lane hold "
+       "(mma_layout, or `step10_tensor_cores --fragments`)? Which two did this lane put there?",
+       ex08::tensor_core_scores, 32, 0, DType::f16},
   };
   return list;
 }
@@ -131,7 +142,7 @@ Outcome run_once(const Exercise& ex, const Workload& workload, const std::vector
     report = "FAULT\n" + wrap(error.what(), "    ");
     return fault;
   }
-  const CompareResult result = compare_to_reference(p, oracle, out.data(), Tolerance::for_dtype(p.dtype));
+  const CompareResult result = compare_to_reference(p, oracle, out.data(), Tolerance::for_dtype(ex.tolerance));
   report = result.summary() + '\n';
   return result.ok ? solved : wrong_answer;
 }
