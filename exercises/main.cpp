@@ -21,6 +21,8 @@
 #include "exercises/06_async_before_wait.cuh"
 #include "exercises/07_thread_order.cuh"
 #include "exercises/08_fragment_layout.cuh"
+#include "exercises/09_stale_accumulator.cuh"
+#include "exercises/10_empty_split.cuh"
 #include "reference/oracle.h"
 
 namespace pa::PA_KERNELS::exercises {
@@ -84,6 +86,16 @@ const std::vector<Exercise>& all_exercises() {
        "k and n is the channel and which the token, and which two elements does register r of a lane hold "
        "(mma_layout, or `step10_tensor_cores --fragments`)? Which two did this lane put there?",
        ex08::tensor_core_scores, 32, 0, DType::f16},
+      {"09_stale_accumulator",
+       "one thread reads each token once, keeping a running maximum, a running sum and 64 accumulators",
+       "No fault, and the one-token sequence is right. Each weight was taken under the maximum of its time; "
+       "when the maximum grows, what becomes of the weights already summed, and of the ones already in acc?",
+       ex09::one_pass, 1},
+      {"10_empty_split",
+       "two warps take the two halves of the context, then warp 0 merges their maxima, sums and outputs",
+       "Which sequence does the report name, and how many tokens does each warp take there? What does a warp "
+       "that took none leave in shared memory, and what is 0 times that?",
+       ex10::two_halves, 64},
   };
   return list;
 }
