@@ -81,7 +81,7 @@ void print_read_next(std::ostream& out) {
          "    build/current/docs/html/index.html\n"
          "  one step alone, with its flags:  build/current/steps/step03_naive_decode --help\n"
          "  which pages one program read:    build/current/steps/step07_split_kv --trace 0,0\n"
-         "  debugging with the emulator, seven broken kernels to fix: docs/pages/debugging.md\n"
+         "  debugging with the emulator, and broken kernels to fix: docs/pages/debugging.md\n"
          "  pictures (bandwidth, traffic, memory, traces): notebooks/, executed into the docs\n";
 }
 
