@@ -1,5 +1,5 @@
 #!/bin/bash
-# v119 (prepared 2026-12-04, not yet run): steps 11 and 12 on one short sequence with at least
+# v119 (ran 2026-12-05; v119.txt): steps 11 and 12 on one short sequence with at least
 # PA_TRIAL_FILL programs an SM (trial.patch), as step 10's plan takes about 4 an SM for equal
 # lengths since v118. v117: steps 11 and 12 take 32.6-33.6 us from 1k to 16k tokens (portions of
 # 16 tiles or more: 16 to 256 programs), step 10 now 9.1-23.
@@ -30,6 +30,6 @@ for r in 1 2; do
 done
 unset PA_TRIAL_FILL
 for f in 2 4; do export PA_TRIAL_FILL=$f
-  $B/step12_fp8_cache-f --adversarial --dtype bf16 --kv-dtype e4m3 > /dev/null 2>&1; echo "adversarial fp8 fill $f rc=$?"
-  $B/step11_persistent-f --adversarial --dtype f16 > /dev/null 2>&1; echo "adversarial step11 fill $f rc=$?"
+  $B/step12_fp8_cache-f --adversarial --head-dim 128 --dtype bf16 --kv-dtype e4m3 > /dev/null 2>&1; echo "adversarial fp8 fill $f rc=$?"
+  $B/step11_persistent-f --adversarial --head-dim 128 --dtype f16 > /dev/null 2>&1; echo "adversarial step11 fill $f rc=$?"
 done

@@ -1,5 +1,5 @@
 #!/bin/bash
-# v120 (prepared 2026-12-04, not yet run): step 10's split count where the caller does not give
+# v120 (ran 2026-12-05; v120.txt): step 10's split count where the caller does not give
 # the lengths (total_context_len 0, the API's default). Step 10 then keeps step 09's count with the
 # 512-token floor, which for a short capacity is one split, written directly with no merge; the
 # rule step 10 takes for equal lengths (v118) would split toward 4 programs an SM, down to one
