@@ -3,8 +3,8 @@
 /// Exercise 10: a split with no tokens (step 07's merge).
 ///
 /// A program (sequence, query head) of two warps splits the context in two halves, as step 07
-/// splits it across programs: warp w attends to its half with the warp of exercise 04 (lane l
-/// owns channels l and l + 32) and leaves its running maximum, its sum of weights and its
+/// splits it across programs: warp w attends to its half as exercise 04's warp does
+/// (WarpAttention: lane l owns channels l and l + 32) and leaves its running maximum, its sum of weights and its
 /// normalised output in shared memory; then warp 0 merges the two halves, weighing each by its
 /// sum under the larger maximum. Run it: `exercise 10`.
 
@@ -28,22 +28,15 @@ __global__ void two_halves(DecodeArgs<float> args, gspan<float>) {
   const int half = (p.context_len + 1) / 2;
   const int begin = warp * half;
   const int end = warp == 0 ? half : p.context_len;
-  const float q_lo = args.query[p.row + lane], q_hi = args.query[p.row + lane + 32];
-  OnlineSoftmax softmax;
-  float acc_lo = 0.0f, acc_hi = 0.0f;
-  for (int token = begin; token < end; ++token) {
-    const std::int64_t kv_row = args.token_offset(p.seq, p.kv_head, token);
-    const float partial = q_lo * args.key_cache[kv_row + lane] + q_hi * args.key_cache[kv_row + lane + 32];
-    const auto [rescale, weight] = softmax.add(warp_sum(partial) * args.scale);
-    acc_lo = acc_lo * rescale + weight * args.value_cache[kv_row + lane];
-    acc_hi = acc_hi * rescale + weight * args.value_cache[kv_row + lane + 32];
-  }
+  WarpAttention<warp_sum> half_attention;
+  half_attention.attend(args, p, begin, end);
+  const OnlineSoftmax& softmax = half_attention.softmax;
   if (lane == 0) {
     maxes[warp] = softmax.running_max;
     sums[warp] = softmax.running_sum;
   }
-  outs[warp * kHeadDim + lane] = acc_lo / softmax.running_sum;
-  outs[warp * kHeadDim + lane + 32] = acc_hi / softmax.running_sum;
+  outs[warp * kHeadDim + lane] = half_attention.acc_lo / softmax.running_sum;
+  outs[warp * kHeadDim + lane + 32] = half_attention.acc_hi / softmax.running_sum;
   __syncthreads();
   if (warp == 0) {
     const float merged_max = fmaxf(maxes[0], maxes[1]);

@@ -84,24 +84,39 @@ struct OneThreadAttention {
   }
 };
 
-/// A warp program (32 lanes): lane l owns channels l and l + 32. \p WarpSum adds a value over
-/// the warp; every lane uses the result it returns. Exercises 04 and 05 give it their own.
+/// One warp's attention, lane l owning channels l and l + 32 of the query and the accumulators.
+/// \p WarpSum adds a value over the warp; every lane uses the result it returns. Exercises 04
+/// and 05 give it their own; exercise 10 runs two of these on the halves of a context.
+template <float (*WarpSum)(float)>
+struct WarpAttention {
+  OnlineSoftmax softmax;
+  float acc_lo = 0.0f;
+  float acc_hi = 0.0f;
+
+  /// Takes tokens [begin, end) of the program's sequence, a token an iteration.
+  __device__ void attend(const DecodeArgs<float>& args, const Program& p, int begin, int end) {
+    const int lane = threadIdx.x % 32;
+    const float q_lo = args.query[p.row + lane], q_hi = args.query[p.row + lane + 32];
+    for (int token = begin; token < end; ++token) {
+      const std::int64_t kv_row = args.token_offset(p.seq, p.kv_head, token);
+      const float partial = q_lo * args.key_cache[kv_row + lane] + q_hi * args.key_cache[kv_row + lane + 32];
+      const auto [rescale, weight] = softmax.add(WarpSum(partial) * args.scale);
+      acc_lo = acc_lo * rescale + weight * args.value_cache[kv_row + lane];
+      acc_hi = acc_hi * rescale + weight * args.value_cache[kv_row + lane + 32];
+    }
+  }
+};
+
+/// A warp program (32 lanes): WarpAttention over the whole context, each lane writing its two
+/// channels.
 template <float (*WarpSum)(float)>
 __global__ void warp_decode(DecodeArgs<float> args, gspan<float>) {
   const Program p = this_program(args);
   const int lane = threadIdx.x;
-  const float q_lo = args.query[p.row + lane], q_hi = args.query[p.row + lane + 32];
-  OnlineSoftmax softmax;
-  float acc_lo = 0.0f, acc_hi = 0.0f;
-  for (int token = 0; token < p.context_len; ++token) {
-    const std::int64_t kv_row = args.token_offset(p.seq, p.kv_head, token);
-    const float partial = q_lo * args.key_cache[kv_row + lane] + q_hi * args.key_cache[kv_row + lane + 32];
-    const auto [rescale, weight] = softmax.add(WarpSum(partial) * args.scale);
-    acc_lo = acc_lo * rescale + weight * args.value_cache[kv_row + lane];
-    acc_hi = acc_hi * rescale + weight * args.value_cache[kv_row + lane + 32];
-  }
-  args.out[p.row + lane] = softmax.finish(acc_lo);
-  args.out[p.row + lane + 32] = softmax.finish(acc_hi);
+  WarpAttention<WarpSum> warp;
+  warp.attend(args, p, 0, p.context_len);
+  args.out[p.row + lane] = warp.softmax.finish(warp.acc_lo);
+  args.out[p.row + lane + 32] = warp.softmax.finish(warp.acc_hi);
 }
 
 }  // namespace pa::PA_KERNELS::exercises
