@@ -485,7 +485,7 @@ void with_kernel(const DecodeProblem& p, F&& f) {
 /// fastest at 512 tokens a split (lab/perf-log.md, v64).
 inline constexpr int kMinTokensPerSplit = 512;
 
-/// Programs an SM the plan fills for equal lengths where 512-token splits leave fewer. A
+/// Programs an SM the plan fills where 512-token splits leave too few (few_programs). A
 /// program's chain of tiles is latency-bound when few run, so what sets the time there is how
 /// many programs run, not how long a split is: on one sequence of 1k to 16k tokens, splits of 512
 /// tokens left 16 to 256 programs and took 26-28 us whatever the length; splits toward 4 programs
@@ -493,23 +493,38 @@ inline constexpr int kMinTokensPerSplit = 512;
 /// fastest at 512 programs too (lab/perf-log.md, v64 and v118).
 inline constexpr int kWavePrograms = 4;
 
+/// The shortest chain, in tiles, that splitting pays for where the 512-token floor already leaves
+/// one program an SM or more: 256 programs of 16 tiles (one sequence of 16k) ran 27.6 us and 23.2
+/// split in two, 256 programs of 4 tiles (32 sequences of 128 tokens) 11.5 us and 12.6 split in
+/// two, the merge costing more than the shorter chain saves (lab/perf-log.md, v118 and v120).
+inline constexpr int kLongChainTiles = 8;
+
+/// Whether \p programs programs of \p chain tiles each (the 512-token floor's) are too few for the
+/// machine: fewer than one an SM, or fewer than two an SM with chains of kLongChainTiles or more.
+inline bool few_programs(std::int64_t programs, std::int64_t chain, const DeviceLimits& device) {
+  return programs < device.sm_count || (programs < 2 * std::int64_t{device.sm_count} && chain >= kLongChainTiles);
+}
+
 // [splits]
 /// The split count: step 09's, with splits of kMinTokensPerSplit tokens or more; but where the
-/// lengths are equal and that floor leaves fewer than about kWavePrograms programs an SM, more
-/// and shorter splits, down to one tile, each a whole number of tiles (66 splits of 497 tokens on
-/// `long-single` ran 3.5% slower than 64 of 512, v118). `options.num_splits` or
-/// `options.partition_tokens` override it.
+/// lengths are equal or not given and that floor leaves too few programs (few_programs), more and
+/// shorter splits toward about kWavePrograms programs an SM, down to one tile, each a whole number
+/// of tiles (66 splits of 497 tokens on `long-single` ran 3.5% slower than 64 of 512, v118).
+/// Without the lengths, max_context_len is a capacity: a sequence shorter than it leaves its
+/// last splits empty, which end at once (one sequence of up to 512 tokens: 8.6 us in 16 splits
+/// against 24.3 in one, v120). `options.num_splits` or `options.partition_tokens` override it.
 inline int choose_splits(const DecodeProblem& p, const LaunchPlan& program, const KernelOptions& options,
                          const DeviceLimits& device) {
   const std::int64_t pairs = std::max<std::int64_t>(std::int64_t{p.num_seqs} * p.num_kv_heads, 1);
   const int floored =
       step09::choose_splits(p, pairs, program.resident_per_sm, program.threads, options, device, kMinTokensPerSplit);
-  if (options.num_splits > 0 || options.partition_tokens > 0 || p.max_context_len == 0 || !step09::lengths_equal(p))
-    return floored;
+  const bool ragged = p.total_context_len != 0 && !step09::lengths_equal(p);  // given, and not equal: step 09's rounds
+  if (options.num_splits > 0 || options.partition_tokens > 0 || p.max_context_len == 0 || ragged) return floored;
   const int tile = kShapes[shape_for(p)].tile;
+  const std::int64_t tiles = (p.max_context_len + tile - 1) / tile;
+  if (!few_programs(pairs * floored, (tiles + floored - 1) / floored, device)) return floored;
   const std::int64_t wave = std::int64_t{device.sm_count} * std::min(program.resident_per_sm, kWavePrograms);
   const std::int64_t wanted = std::max<std::int64_t>(wave / pairs, 1);
-  const std::int64_t tiles = (p.max_context_len + tile - 1) / tile;
   const std::int64_t split_tiles = (tiles + wanted - 1) / wanted;  // rounded up to whole tiles
   return std::max(floored, static_cast<int>((tiles + split_tiles - 1) / split_tiles));
 }

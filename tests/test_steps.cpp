@@ -291,7 +291,7 @@ TEST_CASE("step09: the wave plan for few long sequences of equal length, and the
   PA_REQUIRE_THROWS_AS_WITH(entry.plan(many, {}, h200), pa::ArgumentError, "at most 65535");
 }
 
-TEST_CASE("step10: short equal lengths split toward 4 programs an SM, a tile or more each, the rest as step 09 does", "[step10]") {
+TEST_CASE("step10: short equal or unknown lengths split toward 4 programs an SM, a tile or more each, the rest as step 09 does", "[step10]") {
   namespace s09 = emu_kernels::step09;
   namespace s10 = emu_kernels::step10;
   const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
@@ -337,6 +337,24 @@ TEST_CASE("step10: short equal lengths split toward 4 programs an SM, a tile or 
   pa::DecodeProblem short_ragged = equal(2, 32, 1024);
   short_ragged.total_context_len = 1024 + 100;
   CHECK(entry.plan(short_ragged, {}, h200).splits == 1024 / s10::kMinTokensPerSplit);
+  // The floor's 256 programs of 4 tiles are not too few (the merge would cost more than the
+  // shorter chain saves); 64 programs of 16 tiles are.
+  CHECK(entry.plan(equal(32, 32, 128), {}, h200).splits == 1);
+  CHECK(entry.plan(equal(8, 32, 512), {}, h200).splits == 8);
+  CHECK(s10::few_programs(131, 1, h200));
+  CHECK_FALSE(s10::few_programs(256, s10::kLongChainTiles - 1, h200));
+  CHECK(s10::few_programs(256, s10::kLongChainTiles, h200));
+  CHECK_FALSE(s10::few_programs(264, 1000, h200));
+  // Lengths not given (total_context_len 0): max_context_len is a capacity, split as if equal.
+  auto unknown = [&](int seqs, int q_heads, int context) {
+    pa::DecodeProblem p = equal(seqs, q_heads, context);
+    p.total_context_len = 0;
+    return p;
+  };
+  CHECK(entry.plan(unknown(1, 32, 512), {}, h200).splits == 16);
+  CHECK(entry.plan(unknown(1, 32, 1024), {}, h200).splits == 32);
+  CHECK(entry.plan(unknown(32, 32, 128), {}, h200).splits == 1);
+  CHECK(entry.plan(unknown(1, 32, 32768), {}, h200).splits == 64);  // step 09's rounds, 512 tokens a split
   // Asked splits or partitions win.
   pa::KernelOptions five;
   five.num_splits = 5;
