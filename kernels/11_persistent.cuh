@@ -430,12 +430,20 @@ inline void check(const DecodeProblem& p, const KernelOptions& options, const ch
 
 // [plan]
 /// Programs for \p lengths' tiles of \p tile tokens: as many as programs_for gives for the slots
-/// \p out's occupancy leaves (its resident_per_sm).
+/// \p out's occupancy leaves (its resident_per_sm); but where those are too few for the machine
+/// (step10::few_programs), toward step10::kWavePrograms an SM, down to a tile each, as step 10
+/// splits: one sequence of 1k tokens (32 query heads over 8) ran 32.8 us in 16 programs and 9.9
+/// in 256, of 16k 32.2 in 256 and 25.0 in 528; `long-single`'s 512 programs of 16 tiles, filled
+/// to 528, lost 3% in step 12 (lab/perf-log.md, v119).
 inline int programs_of(const LaunchPlan& out, const DecodeProblem& p, std::span<const std::int32_t> lengths, int tile,
                        const KernelOptions& options, const DeviceLimits& device) {
   const std::int64_t tiles = work_tiles(lengths, p.num_kv_heads, tile);
   const std::int64_t slots = std::int64_t{device.sm_count} * out.resident_per_sm;
-  return programs_for(tiles, slots, tile, (step10::kMinTokensPerSplit + tile - 1) / tile, options);
+  const int programs = programs_for(tiles, slots, tile, (step10::kMinTokensPerSplit + tile - 1) / tile, options);
+  if (options.partition_tokens > 0 || !step10::few_programs(programs, (tiles + programs - 1) / programs, device))
+    return programs;
+  const std::int64_t wave = std::int64_t{device.sm_count} * std::min(out.resident_per_sm, step10::kWavePrograms);
+  return static_cast<int>(std::clamp<std::int64_t>(std::min(tiles, wave), programs, std::max<std::int64_t>(slots, 1)));
 }
 
 /// Puts the work list of \p schedule in \p out: its grid, the workspace of the partials, the

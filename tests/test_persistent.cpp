@@ -237,6 +237,46 @@ TEST_CASE("step11: ragged-skew's plan spreads the long sequence over many progra
   REQUIRE(dynamic_cast<const s11::WorkListTables*>(blind.tables.get())->schedule.cuts.size() == 64 * 8);
 }
 
+TEST_CASE("step11: where the 512-token floor leaves too few programs, the plan fills toward 4 an SM, a tile or more each",
+          "[step11][step12]") {
+  namespace s10 = pa::kernels_emu::step10;
+  const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
+  const std::int64_t wave = std::int64_t{h200.sm_count} * s10::kWavePrograms;
+  // The schedule of step \p step's plan for \p seqs sequences of \p context tokens, 32 query
+  // heads over 8 (step 12: K and V in fp8).
+  auto schedule = [&](int step, int seqs, int context, const pa::KernelOptions& options = {}) {
+    const std::vector<std::int32_t> lengths(static_cast<std::size_t>(seqs), context);
+    pa::DecodeProblem p = pa::make_problem(seqs, 32, 8, 128, 16, context / 16, context, std::int64_t{seqs} * context / 16,
+                                           DType::bf16);
+    p.fp8_kv = step == 12;
+    const pa::LaunchPlan plan = pa::kernel(step, Backend::emulator).plan_lengths(p, lengths, options, h200);
+    INFO("step " << step << ", " << seqs << " x " << context << ": " << plan.description);
+    REQUIRE(plan.resident_per_sm >= s10::kWavePrograms);
+    const s11::Schedule s = dynamic_cast<const s11::WorkListTables*>(plan.tables.get())->schedule;
+    REQUIRE(s.programs() == static_cast<int>(plan.grid[0]));
+    return s;
+  };
+  for (const int step : {11, 12}) {
+    INFO("step " << step);
+    const int tile = schedule(step, 1, 1024).tile;
+    const std::int64_t floor_tiles = (s10::kMinTokensPerSplit + tile - 1) / tile;
+    // One sequence of 1k: 8 * 1024 / tile tiles, 8 * 1024 / 512 programs at the floor, too few;
+    // a tile each instead.
+    CHECK(schedule(step, 1, 1024).programs() == 8 * 1024 / tile);
+    CHECK(s10::few_programs(8 * 1024 / 512, floor_tiles, h200));
+    // 16k: the floor's 256 programs are fewer than two an SM, with long chains.
+    CHECK(schedule(step, 1, 16384).programs() == wave);
+    // `long-single` and `small-batch`: the floor's 512 programs are enough (filled to 528, step
+    // 12 lost 3%).
+    CHECK(schedule(step, 1, 32768).programs() == 512);
+    CHECK(schedule(step, 8, 4096).programs() == 512);
+    // Asked portions win.
+    pa::KernelOptions portions;
+    portions.partition_tokens = 512;
+    CHECK(schedule(step, 1, 1024, portions).programs() == 16);
+  }
+}
+
 TEST_CASE("step11: a plan serves lengths other than its own: longer, shorter, zero, moved", "[step11]") {
   const pa::KernelEntry& entry = pa::kernel(11, Backend::emulator);
   struct Case {
