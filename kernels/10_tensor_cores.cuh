@@ -505,6 +505,12 @@ inline bool few_programs(std::int64_t programs, std::int64_t chain, const Device
   return programs < device.sm_count || (programs < 2 * std::int64_t{device.sm_count} && chain >= kLongChainTiles);
 }
 
+/// The programs a plan fills toward where few_programs holds: kWavePrograms an SM, or as many as
+/// an SM holds (\p resident_per_sm) if fewer.
+inline std::int64_t wave_programs(int resident_per_sm, const DeviceLimits& device) {
+  return std::int64_t{device.sm_count} * std::min(resident_per_sm, kWavePrograms);
+}
+
 // [splits]
 /// The split count: step 09's, with splits of kMinTokensPerSplit tokens or more; but where the
 /// lengths are equal or not given and that floor leaves too few programs (few_programs), more and
@@ -523,8 +529,7 @@ inline int choose_splits(const DecodeProblem& p, const LaunchPlan& program, cons
   const int tile = kShapes[shape_for(p)].tile;
   const std::int64_t tiles = (p.max_context_len + tile - 1) / tile;
   if (!few_programs(pairs * floored, (tiles + floored - 1) / floored, device)) return floored;
-  const std::int64_t wave = std::int64_t{device.sm_count} * std::min(program.resident_per_sm, kWavePrograms);
-  const std::int64_t wanted = std::max<std::int64_t>(wave / pairs, 1);
+  const std::int64_t wanted = std::max<std::int64_t>(wave_programs(program.resident_per_sm, device) / pairs, 1);
   const std::int64_t split_tiles = (tiles + wanted - 1) / wanted;  // rounded up to whole tiles
   return std::max(floored, static_cast<int>((tiles + split_tiles - 1) / split_tiles));
 }
