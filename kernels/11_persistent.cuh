@@ -442,8 +442,8 @@ inline int programs_of(const LaunchPlan& out, const DecodeProblem& p, std::span<
   const int programs = programs_for(tiles, slots, tile, (step10::kMinTokensPerSplit + tile - 1) / tile, options);
   if (options.partition_tokens > 0 || !step10::few_programs(programs, (tiles + programs - 1) / programs, device))
     return programs;
-  const std::int64_t wave = step10::wave_programs(out.resident_per_sm, device);
-  return static_cast<int>(std::clamp<std::int64_t>(std::min(tiles, wave), programs, std::max<std::int64_t>(slots, 1)));
+  // wave_programs never exceeds the slots: at most kWavePrograms of resident_per_sm an SM.
+  return static_cast<int>(std::max<std::int64_t>(programs, std::min(tiles, step10::wave_programs(out.resident_per_sm, device))));
 }
 
 /// Puts the work list of \p schedule in \p out: its grid, the workspace of the partials, the

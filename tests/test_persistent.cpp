@@ -258,11 +258,12 @@ TEST_CASE("step11: where the 512-token floor leaves too few programs, the plan f
   };
   for (const int step : {11, 12}) {
     INFO("step " << step);
-    const int tile = schedule(step, 1, 1024).tile;
+    const s11::Schedule one_k = schedule(step, 1, 1024);
+    const int tile = one_k.tile;
     const std::int64_t floor_tiles = (s10::kMinTokensPerSplit + tile - 1) / tile;
     // One sequence of 1k: 8 * 1024 / tile tiles, 8 * 1024 / 512 programs at the floor, too few;
     // a tile each instead.
-    CHECK(schedule(step, 1, 1024).programs() == 8 * 1024 / tile);
+    CHECK(one_k.programs() == 8 * 1024 / tile);
     CHECK(s10::few_programs(8 * 1024 / 512, floor_tiles, h200));
     // 16k: the floor's 256 programs are fewer than two an SM, with long chains.
     CHECK(schedule(step, 1, 16384).programs() == wave);
