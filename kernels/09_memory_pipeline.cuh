@@ -583,7 +583,8 @@ inline constexpr int kRounds = 8;
 inline constexpr int kWaveWarps = 16;
 /// The wave program (wants_wave_program): its threads and tile. One of 512 threads an SM at
 /// tile 1: a thread group already uses each K and V row for the whole query-head group, so two
-/// tokens an iteration (tile 2) measured slower (long-single 44.8-47.0 us against 41.6-43.0).
+/// tokens an iteration (tile 2) measured slower (long-single 44.8-47.0 us against 41.6-43.0,
+/// lab/perf-log.md v51).
 struct WaveShape {
   int threads;
   int tile;

@@ -12,10 +12,12 @@
 /// still in registers, to the matrix multiply by V. A program is one warp for each 16 heads of
 /// the group and each 64 output channels (kShape; shape_for says where another shape is used),
 /// sharing one pipeline of asynchronous copies: K and V go to shared memory a tile of 32 tokens
-/// at a time, two tiles in flight, in a swizzled layout that `ldmatrix` reads out in fragment order without bank conflicts. Step
-/// 09's block-table prefetch, merge and overlapped merge launch are kept (with one split the
-/// split kernel writes the output itself), and its split count, with splits of at least 512
-/// tokens.
+/// (64 at head dim 112) at a time, two tiles in flight, in a swizzled layout that `ldmatrix`
+/// reads out in fragment order without bank conflicts. Step 09's block-table prefetch, its merge
+/// of up to 8 splits and the overlapped merge launch are kept (with one split the split kernel
+/// writes the output itself; more than 8 splits merge with merge_row). The split count is step
+/// 09's with splits of at least 512 tokens, raised where that leaves too few programs for the
+/// machine (choose_splits).
 ///
 ///     build/current/steps/step10_tensor_cores --help
 
@@ -480,9 +482,9 @@ void with_kernel(const DecodeProblem& p, F&& f) {
   });
 }
 
-/// The fewest tokens a split takes when the plan splits unequal lengths (step 09's rule takes
-/// 256), and the fewest step 11 gives a program: on the H200 `long-single` and `small-batch` ran
-/// fastest at 512 tokens a split (lab/perf-log.md, v64).
+/// The floor of a split's tokens (step 09's rule takes 256), and of a step 11 program's portion;
+/// the plans go below it only where it leaves too few programs (few_programs). On the H200
+/// `long-single` and `small-batch` ran fastest at 512 tokens a split (lab/perf-log.md, v64).
 inline constexpr int kMinTokensPerSplit = 512;
 
 /// Programs an SM the plan fills where 512-token splits leave too few (few_programs). A

@@ -65,9 +65,9 @@ struct CutPair {
 
 /// What an item after a program's first costs it, in tiles: starting an item waits on a chain of
 /// reads (the item, the sequence's length, its block table, its first tiles' copies) that the
-/// tiles of one item hide from each other. Measured on the H200 with 0 to 3 (v86 in
-/// lab/perf-log.md): `gqa-batch-fp8` 281 µs at 0, 279-280 at 1, 279 at 2; `ragged-skew` 107 at
-/// 0, 106-107 at 1 and 3, 106 at 2.
+/// tiles of one item hide from each other. On the H200 (lab/perf-log.md, v86) 2 tiles ran
+/// `gqa-batch-fp8` in 279 µs against 281 at 0 and `ragged-skew` in 106 against 107; 1 and 3 no
+/// better.
 inline constexpr int kItemCost = 2;
 
 /// The work list of one plan: the items in order, each program's run of them, and the cut pairs.

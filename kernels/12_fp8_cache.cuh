@@ -5,8 +5,9 @@
 ///
 /// What changed since step 11: the tiles that step 11's programs copy into shared memory are
 /// bytes of e4m3, and the warps turn them into f16 fragments on their way to the tensor cores,
-/// exactly (every e4m3 value is an f16 value). The copies, the persistent grid and its work list,
-/// the online softmax and the merge are step 11's. What the bytes ask for:
+/// exactly (every e4m3 value is an f16 value). The persistent grid and its work list and the merge
+/// are step 11's, the online softmax step 10's (online_softmax_tile); the copies are step 10's
+/// TileCopies made leaner for byte rows (Fp8Copies). What the bytes ask for:
 /// - q·Kᵀ: one `ldmatrix` gives a lane four consecutive channels of one token (not the 2 + 2 that
 ///   are eight apart, as a B fragment of 16-bit elements wants). The sum over channels does not
 ///   care about their order, so q's A fragment is loaded in the same order instead, and each
@@ -57,12 +58,11 @@ __host__ __device__ constexpr int fragment_registers(int head_dim, int tile, int
 }
 
 /// The registers a thread of a program may use (`__maxnreg__`): 168 where its fragments take at
-/// most 112, else as many as nvcc likes. Left to itself nvcc gives the shapes of head dim 128 up to
-/// 251 registers (ncu on the H200): 4 programs an SM, and the loop is bound by its instructions'
-/// latency. Held to 168, 6 programs of {64, 64, 2} fit an SM (415 µs against 457 on
-/// `gqa-batch-fp8`, v79) and 12 of {32, 128, 2}. Where the fragments take more (128 for 32 heads
-/// at head dim 128 on 64-token tiles, 144 at head dim 256) the cap spills: group 32 took 733 µs
-/// capped against 507 (v81).
+/// most 112, else as many as nvcc likes. Left to itself nvcc gives these programs up to 251
+/// registers at head dim 128 (ncu on the H200): 4 programs an SM, the loop bound by its
+/// instructions' latency; held to 168, 6 to 12 fit an SM, and `gqa-batch-fp8` ran 10% faster
+/// (lab/perf-log.md, v79). Where the fragments take more (128 for 32 heads at head dim 128 on
+/// 64-token tiles, 144 at head dim 256) the cap spills: group 32 ran 45% slower capped (v81).
 __host__ __device__ constexpr int register_cap(int head_dim, int tile, int part_dims) {
   return fragment_registers(head_dim, tile, part_dims) <= 112 ? 168 : 255;
 }
@@ -556,9 +556,9 @@ DecodeArgs<T> fp8_args(const DecodeView& view) {
 
 // [claim_tails]
 /// Tiles at the end of each program's run that become an item claimed at run time, where a plan
-/// has claims. On the H200 (`gqa-batch-fp8`, lab/perf-log.md v92 and v102): the last 4 tiles as
-/// one item, 267-269 µs against 271-275 with none; 6 tiles 269, 8 tiles 271; more tiles or
-/// smaller items (6 in items of 3, 10 of 5, 12, 16 of 8) 276-280: each item pays a start.
+/// has claims. On the H200 (`gqa-batch-fp8`, lab/perf-log.md v92 and v102) the last 4 tiles as
+/// one item ran 267-269 µs against 271-275 with none; more tiles, or smaller items, ran slower:
+/// each item pays a start.
 inline constexpr int kClaimTiles = 4;
 /// The shortest portion, in tiles, for which a plan has claims. With short portions most of a
 /// program's work becomes claims, each paying an item's start: step 11's bf16 programs with
