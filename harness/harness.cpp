@@ -32,6 +32,18 @@ double seconds_since(Clock::time_point start) {
 
 constexpr std::byte kPoison{0xff};  // NaN in f32, f16 and bf16 alike
 
+/// What out and the workspace hold before a run (docs/design/CORRECTNESS.md rule 1): words of
+/// 0x7fffffff, NaN as a float and INT_MAX as an int, whose 16-bit halves (0xffff, 0x7fff) are NaN
+/// in f16 and bf16; zeros for a workload without poison (WorkloadSpec::poison false: the twin
+/// the poison checks compare with), so a kernel that reads either before writing it shows.
+std::vector<std::byte> poison_fill(std::size_t bytes, bool poison) {
+  std::vector<std::byte> fill(bytes, poison ? kPoison : std::byte{0});
+  if (!poison) return fill;
+  const std::uint32_t word = 0x7fffffffu;
+  for (std::size_t i = 0; i + sizeof word <= bytes; i += sizeof word) std::memcpy(fill.data() + i, &word, sizeof word);
+  return fill;
+}
+
 /// Decoded output values (for differences between two runs).
 std::vector<float> decode(const DecodeProblem& p, const std::vector<std::byte>& out) {
   std::vector<float> values(static_cast<std::size_t>(p.query_elems()));
@@ -56,8 +68,8 @@ double max_difference(const DecodeProblem& p, const std::vector<std::byte>& a, c
 RunOutput run_emulator(const KernelEntry& kernel, const Workload& workload, const KernelOptions& options) {
   const LaunchPlan plan = plan_for(kernel, workload.problem, workload.context_lens, options, DeviceLimits::pretend_h200());
   RunOutput run;
-  run.out.assign(workload.out_bytes(), kPoison);
-  std::vector<std::byte> workspace(plan.workspace_bytes, kPoison);
+  run.out = poison_fill(workload.out_bytes(), workload.spec.poison);
+  std::vector<std::byte> workspace = poison_fill(plan.workspace_bytes, workload.spec.poison);
   const DecodeView view = workload.host_view(run.out.data(), workspace.data(), plan.workspace_bytes);
   emu::reset_counters();
   const auto start = Clock::now();
@@ -70,6 +82,7 @@ RunOutput run_emulator(const KernelEntry& kernel, const Workload& workload, cons
 
 DeviceWorkload::DeviceWorkload(const Workload& w)
     : problem_(w.problem),
+      poison_(w.spec.poison),
       query_(w.query.size(), "query"),
       key_cache_(w.key_cache.size(), "key_cache"),
       value_cache_(w.value_cache.size(), "value_cache"),
@@ -83,8 +96,8 @@ DeviceWorkload::DeviceWorkload(const Workload& w)
   } else {
     // A sparse pool: the pages no table uses are poison (NaN) on the device, and only the
     // pages the tables use are copied, not the gigabytes of untouched host memory.
-    key_cache_.fill(0xff);
-    value_cache_.fill(0xff);
+    key_cache_.fill(poison_ ? 0xff : 0x00);  // NaN in every storage type, fp8 e4m3 too
+    value_cache_.fill(poison_ ? 0xff : 0x00);
     const DecodeProblem& p = w.problem;
     const std::size_t elem = dtype_size(p.cache_dtype());
     std::set<std::int32_t> pages;
@@ -106,7 +119,7 @@ DecodeView DeviceWorkload::view(std::size_t workspace_bytes) {
   if (workspace_.size() < workspace_bytes) {
     workspace_ = gpu::Buffer();  // free first: the old and new buffers may not both fit
     workspace_ = gpu::Buffer(workspace_bytes, "workspace");
-    workspace_.fill(0xff);
+    fill_poison(workspace_);
   }
   DecodeView v;
   v.problem = problem_;
@@ -122,8 +135,13 @@ DecodeView DeviceWorkload::view(std::size_t workspace_bytes) {
 }
 
 void DeviceWorkload::poison() {
-  out_.fill(0xff);
-  workspace_.fill(0xff);
+  fill_poison(out_);
+  fill_poison(workspace_);
+}
+
+void DeviceWorkload::fill_poison(gpu::Buffer& buffer) {
+  const std::vector<std::byte> fill = poison_fill(buffer.size(), poison_);
+  if (!fill.empty()) buffer.upload(fill.data(), fill.size());
 }
 
 std::vector<std::byte> DeviceWorkload::download_out() const {

@@ -43,14 +43,18 @@ class DeviceWorkload {
   explicit DeviceWorkload(const Workload& workload);
   /// A view over the device tensors with a workspace of at least \p workspace_bytes.
   DecodeView view(std::size_t workspace_bytes);
-  /// Fills out and workspace with NaN (0xff bytes).
+  /// Fills out and workspace with poison (words of 0x7fffffff: NaN as floats, 16-bit or 32-bit,
+  /// and INT_MAX as ints), or with zeros for a workload without poison (WorkloadSpec::poison).
   void poison();
   /// Copies the output back.
   std::vector<std::byte> download_out() const;
   const DecodeProblem& problem() const { return problem_; }
 
  private:
+  void fill_poison(gpu::Buffer& buffer);
+
   DecodeProblem problem_;
+  bool poison_ = true;  ///< the workload's WorkloadSpec::poison
   gpu::Buffer query_, key_cache_, value_cache_, block_tables_, context_lens_, out_, workspace_;
 };
 

@@ -545,6 +545,16 @@ inline void require_16_bit(const DecodeProblem& p, const char* kernel) {
 
 /// A tensor-core rung's plan as far as its program decides it: the warps for \p p (refused, naming
 /// \p kernel, past 32), threads, shared memory, and the programs one SM holds of the kernel that
+/// Refuses a tensor-core program that fits no SM of \p device, naming what sets its size: the
+/// group and the head dim (its warps and shared memory follow from them; no knob changes them).
+inline void require_program_fits(const LaunchPlan& plan, const DeviceLimits& device, const char* kernel) {
+  const DecodeProblem& p = plan.problem;
+  PA_REQUIRE(step07::fits(plan, device), kernel, "num_q_heads / num_kv_heads and head_dim",
+             cat("a group and head dim whose program fits one SM of ", device.name, " (registers and shared memory)"),
+             cat("a group of ", p.group_size(), " at head dim ", p.head_dim, ": ", plan.threads, " threads, ",
+                 plan.shared_bytes, " B shared memory"));
+}
+
 /// `with(p, f)` hands `f` as with_kernel does (the occupancy calculator; refused when none fits).
 template <class With>
 LaunchPlan program_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device,
@@ -565,7 +575,7 @@ LaunchPlan program_plan(const DecodeProblem& p, const KernelOptions& options, co
                               ? resident_programs_per_sm(kernel_function, out.threads, out.shared_bytes, device)
                               : 0;
   });
-  step07::require_fits(out, device, kernel);
+  require_program_fits(out, device, kernel);
   return out;
 }
 

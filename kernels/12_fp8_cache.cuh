@@ -661,7 +661,7 @@ inline LaunchPlan plan_work(const DecodeProblem& p, std::span<const std::int32_t
                               ? resident_programs_per_sm(kernel_function, out.threads, out.shared_bytes, device)
                               : 0;
   });
-  step07::require_fits(out, device, kName);
+  step10::require_program_fits(out, device, kName);
   step11::Schedule planned = step11::make_schedule(lengths, p.num_kv_heads, shape.tile,
                                                    step11::programs_of(out, p, lengths, shape.tile, options, device));
   const bool claims = claims_pay(planned);

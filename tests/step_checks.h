@@ -80,7 +80,7 @@ inline void check_poison_is_invisible(Backend backend, int step, DType dtype, bo
     const Workload zeroed = make_workload(spec);
     const RunOutput zeros = run_on(backend, step, zeroed);
     const CompareResult same = compare_bitwise(zeroed.problem, zeros.out.data(), poisoned.out.data());
-    INFO("step " << step << " on " << backend_name(backend) << ", workload '" << spec.name << "': " << same.summary());
+    INFO(describe_run(backend, step, zeroed, {}) << ", poisoned against zeros: " << same.summary());
     REQUIRE(same.ok);
   }
 }
@@ -370,10 +370,7 @@ inline void check_empty_batch(Backend backend, int step) {
   WorkloadSpec spec = debug_spec();
   if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
   spec.context_lens = {};
-  const Workload workload = make_workload(spec);
-  REQUIRE(workload.problem.num_seqs == 0);
-  const RunOutput run = run_on(backend, step, workload);
-  REQUIRE(run.out.empty());
+  const RunOutput run = run_on(backend, step, make_workload(spec));
   if (backend == Backend::emulator) REQUIRE(run.traffic.launches == 0);
 }
 
@@ -406,10 +403,11 @@ std::string first_bad_element(const Workload& w, const std::vector<std::byte>& o
 /// A sequence of context 0 gives a row of exact zeros (docs/design/CATALOGUE.md N2) and its
 /// block-table row is never read: every entry of it is poison (INT32_MAX), which the emulator
 /// reports as an out-of-bounds page if a kernel reads it. Empty sequences come first, between
-/// others and last.
-inline void check_empty_contexts(Backend backend, int step) {
+/// others and last. With \p fp8_kv, K and V in fp8.
+inline void check_empty_contexts(Backend backend, int step, bool fp8_kv = false) {
   WorkloadSpec spec = debug_spec();
   if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.fp8_kv = fp8_kv;
   spec.context_lens = {0, 21, 0, 1, 0};
   const Workload w = make_workload(spec);
   const auto empty = [&](int seq) { return w.context_lens[static_cast<std::size_t>(seq)] == 0; };
@@ -430,13 +428,16 @@ inline void check_empty_contexts(Backend backend, int step) {
 /// dim 64 (scale 1/8) its logit is -65536 and the others' -98304 or -131072, all exact in
 /// float, so the softmax is that token alone and out is its V, bit for bit. A kernel that starts
 /// its running max, or masks, at a finite sentinel above -65536 (FlashInfer's -5e4) returns
-/// zeros or NaN here instead.
-inline void check_very_negative_logits(Backend backend, int step, DType dtype) {
+/// zeros or NaN here instead. With \p fp8_kv, K and V in fp8 with scales of 1 (1, 1.5 and 2 are
+/// e4m3 values), so the logits are the same; out is then the top token's V rounded to \p dtype.
+inline void check_very_negative_logits(Backend backend, int step, DType dtype, bool fp8_kv = false) {
   WorkloadSpec spec = debug_spec();
   spec.name = "logits-near-minus-1e5";
   spec.dtype = dtype;
+  spec.fp8_kv = fp8_kv;
   spec.context_lens = {1, 17, 40, 5};
   Workload w = make_workload(spec);
+  w.problem.k_scale = w.problem.v_scale = 1.0f;  // 1 already unless fp8_kv
   const DecodeProblem& p = w.problem;
   REQUIRE(p.head_dim == 64);
   for (std::size_t i = 0; i < static_cast<std::size_t>(p.query_elems()); ++i) store_from_float(w.query.data(), dtype, i, -8192.0f);
@@ -445,13 +446,13 @@ inline void check_very_negative_logits(Backend backend, int step, DType dtype) {
     for (int token = 0; token < w.context_lens[static_cast<std::size_t>(seq)]; ++token)
       for (int kv_head = 0; kv_head < p.num_kv_heads; ++kv_head)
         for (int channel = 0; channel < p.head_dim; ++channel)
-          store_from_float(w.key_cache.data(), dtype, cache_index(w, seq, token, kv_head, channel),
+          store_from_float(w.key_cache.data(), p.cache_dtype(), cache_index(w, seq, token, kv_head, channel),
                            token == top(seq) ? 1.0f : token % 2 == 0 ? 1.5f : 2.0f);
   const RunOutput run = run_on(backend, step, w);
   require_matches_oracle(run, backend, step, w, {});
   const std::string wrong = first_bad_element(w, run.out, [&](int seq, int head, int channel, float value) {
     const std::size_t v = cache_index(w, seq, top(seq), p.kv_head_of(head), channel);
-    return float_bits(value) != float_bits(load_as_float(w.value_cache.data(), dtype, v));
+    return float_bits(value) != float_bits(round_to(dtype, load_as_float(w.value_cache.data(), p.cache_dtype(), v)));
   });
   INFO(describe_run(backend, step, w, {}) << ": out is not the top token's V: " << wrong);
   REQUIRE(wrong.empty());
@@ -460,13 +461,15 @@ inline void check_very_negative_logits(Backend backend, int step, DType dtype) {
 /// NaN in one valid V element (docs/design/CATALOGUE.md N8 on the V side; the adversarial set's
 /// nan-in-seq-2 plants its NaN in K): token 3 of sequence 1, KV head 1, channel 5. It reaches
 /// channel 5 of that sequence's query heads of KV head 1 and nothing else; every other element
-/// matches the oracle.
-inline void check_nan_in_value(Backend backend, int step) {
+/// matches the oracle. With \p fp8_kv, K and V in fp8 (the NaN is 0x7f).
+inline void check_nan_in_value(Backend backend, int step, bool fp8_kv = false) {
   WorkloadSpec spec = debug_spec();  // 4 query heads over 2 KV heads: heads 2 and 3 read KV head 1
   if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.fp8_kv = fp8_kv;
   spec.context_lens = {37, 20, 16};
   Workload w = make_workload(spec);
-  store_from_float(w.value_cache.data(), spec.dtype, cache_index(w, 1, 3, 1, 5), std::numeric_limits<float>::quiet_NaN());
+  store_from_float(w.value_cache.data(), w.problem.cache_dtype(), cache_index(w, 1, 3, 1, 5),
+                   std::numeric_limits<float>::quiet_NaN());
   const RunOutput run = run_on(backend, step, w);
   require_matches_oracle(run, backend, step, w, {});
   const std::string wrong = first_bad_element(w, run.out, [&](int seq, int head, int channel, float value) {
@@ -515,11 +518,33 @@ inline void check_length_cap(Backend backend, int step) {
   require_oracle_match(backend, step, make_workload(spec));
 }
 
-/// Contexts at a split's end and one token either side (docs/design/CATALOGUE.md N4), for a step
-/// with a split knob: 3 splits over a longest context of 3P make splits of exactly P tokens, P = 64
-/// (a split ends with a page) and P = 40 (in the middle of a page and of a 32-token tile).
+/// Contexts at a split's end and one token either side (docs/design/CATALOGUE.md N4). A step with a
+/// split knob: 3 splits over a longest context of 3P make splits of exactly P tokens, P = 64 (a
+/// split ends with a page) and P = 40 (in the middle of a page and of a 32-token tile). A step
+/// with portions instead (steps 11 and 12, whose work is whole tiles of 32 tokens at this head
+/// dim): portions of P = 64 and 32 tokens, so pairs are cut into pieces of whole tiles and merged,
+/// and the contexts P ± 1, 2P ± 1 end one token before or after a tile's, and a piece's, end.
 inline void check_split_boundaries(Backend backend, int step) {
-  if ((kernel(step, backend).knobs & knob_splits) == 0) return;
+  const KernelEntry& entry = kernel(step, backend);
+  if ((entry.knobs & (knob_splits | knob_partition)) == 0) return;  // one program a context: no ends inside it
+  if ((entry.knobs & knob_splits) == 0) {
+    for (int portion : {64, 32}) {
+      WorkloadSpec spec = debug_spec();
+      spec.name = cat("portion-ends-", portion);
+      spec.dtype = DType::bf16;
+      spec.fp8_kv = entry.runs_fp8_kv;
+      spec.context_lens = {portion - 1, portion, portion + 1, 2 * portion - 1, 2 * portion, 2 * portion + 1, 3 * portion};
+      KernelOptions options;
+      options.partition_tokens = portion;
+      const Workload w = make_workload(spec);
+      const RunOutput run = run_on(backend, step, w, options);
+      INFO(run.plan.description);
+      REQUIRE(run.plan.description.find("tiles of 32 tokens") != std::string::npos);
+      REQUIRE(run.plan.description.find("; 0 (sequence, KV head) cut") == std::string::npos);  // some are cut
+      require_matches_oracle(run, backend, step, w, options);
+    }
+    return;
+  }
   for (int split : {64, 40}) {
     WorkloadSpec spec = debug_spec();
     spec.name = cat("split-ends-", split);

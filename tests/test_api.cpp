@@ -1,6 +1,7 @@
 // The entry point (api/decode.h) in the emulator: the rung it picks for each storage type, the
 // plan it records, decodes against the oracle, and refusals with their exact messages.
 // tests/test_gpu_api.cpp runs the decodes on the GPU.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -115,9 +116,12 @@ TEST_CASE("api: the plan is the rung's own, with the knobs it picks, and says wh
     REQUIRE(plan.launch_plan().description == own.description);
     REQUIRE(plan.launch_plan().splits == own.splits);
     REQUIRE(plan.launch_plan().options.num_splits == own.options.num_splits);
-    const std::string why(pa::choose_rungs(problem).front().why);
-    REQUIRE(plan.description() == pa::cat("step ", dtype == DType::f32 ? "09" : "10", " (", entry.name, ") on the emulator: ", why,
-                                          "; ", own.description));
+    // The rung, the reason it was chosen (its first words), and the rung's own description.
+    const std::string head = pa::cat("step ", dtype == DType::f32 ? "09" : "10", " (", entry.name, ") on the emulator: ",
+                                     dtype == DType::f32 ? "the fastest rung that runs f32 " : "chosen for bf16 and f16, ");
+    INFO(plan.description());
+    REQUIRE(plan.description().starts_with(head));
+    REQUIRE(plan.description().ends_with("; " + own.description));
   }
 }
 
@@ -165,6 +169,23 @@ TEST_CASE("api: plan_decode refuses a bad problem, naming itself, the rung and t
           "pa::plan_decode: step10_tensor_cores: head_dim: expected one of the head dims this kernel is built for: 64, 80, "
           "96, 112, 128, 256, got 72");
   PA_REQUIRE_THROWS_AS_WITH(pa::plan_decode(odd_head_dim, Backend::emulator), pa::ArgumentError, "pa::plan_decode");
+  // docs/design/CATALOGUE.md H1, H3 and H12's scale, through the entry point.
+  pa::DecodeProblem odd_group = debug_workload(DType::bf16).problem;
+  odd_group.num_kv_heads = 3;  // 4 query heads
+  REQUIRE(error_message([&] { pa::plan_decode(odd_group, Backend::emulator); }) ==
+          "pa::plan_decode: num_q_heads % num_kv_heads: expected 0 (each KV head serves a whole group of query heads), "
+          "got 1 (num_q_heads=4, num_kv_heads=3)");
+  pa::DecodeProblem no_page = debug_workload(DType::bf16).problem;
+  no_page.block_size = 0;
+  REQUIRE(error_message([&] { pa::plan_decode(no_page, Backend::emulator); }) ==
+          "pa::plan_decode: block_size: expected > 0, got 0");
+  for (const float scale : {0.0f, -0.125f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    pa::DecodeProblem bad_scale = debug_workload(DType::bf16).problem;
+    bad_scale.scale = scale;
+    const std::string message = error_message([&] { pa::plan_decode(bad_scale, Backend::emulator); });
+    INFO("scale " << scale << ": " << message);
+    REQUIRE(message.starts_with("pa::plan_decode: scale: expected finite and > 0, got "));
+  }
 }
 
 TEST_CASE("api: plan_decode for the GPU where there is none says why", "[api]") {
@@ -195,6 +216,24 @@ TEST_CASE("api: decode refuses a view that is not the plan's, naming pa::decode 
     pa::DecodeView view = good;
     view.query = nullptr;
     REQUIRE(error_message([&] { pa::decode(plan, view); }) == "pa::decode: query: expected a non-null pointer, got nullptr");
+    view = good;
+    view.value_cache = nullptr;
+    REQUIRE(error_message([&] { pa::decode(plan, view); }) ==
+            "pa::decode: value_cache: expected a non-null pointer, got nullptr");
+    view = good;
+    view.block_tables = nullptr;
+    REQUIRE(error_message([&] { pa::decode(plan, view); }) ==
+            "pa::decode: block_tables: expected a non-null pointer, got nullptr");
+  }
+  SECTION("an output that overlaps an input (docs/design/CATALOGUE.md H12)") {
+    pa::DecodeView view = good;
+    view.out = const_cast<void*>(view.query);
+    REQUIRE(error_message([&] { pa::decode(plan, view); }) ==
+            "pa::decode: out: expected memory disjoint from query, got an overlapping range");
+    view = good;
+    view.out = const_cast<void*>(view.key_cache);
+    REQUIRE(error_message([&] { pa::decode(plan, view); }) ==
+            "pa::decode: out: expected memory disjoint from key_cache, got an overlapping range");
   }
   SECTION("a workspace smaller than the plan's") {
     pa::DecodeView view = good;
@@ -210,6 +249,16 @@ TEST_CASE("api: decode refuses a view that is not the plan's, naming pa::decode 
     const std::string expected =
         error_message([&] { pa::validate_tables(bad.problem, bad.block_tables, bad.context_lens, "pa::decode"); });
     REQUIRE(expected.starts_with("pa::decode: context_lens[1]: "));
+    REQUIRE(error_message([&] { pa::decode(plan, view); }) == expected);
+  }
+  SECTION("a block-table entry outside the pool (checked mode, docs/design/CATALOGUE.md H8)") {
+    pa::Workload bad = workload;
+    REQUIRE(bad.context_lens[3] > 0);  // sequence 3's first page, one past the pool
+    bad.block_tables[static_cast<std::size_t>(3 * bad.problem.max_blocks_per_seq)] = static_cast<std::int32_t>(bad.problem.num_blocks);
+    const pa::DecodeView view = bad.host_view(out.data(), workspace.data(), workspace.size());
+    const std::string expected =
+        error_message([&] { pa::validate_tables(bad.problem, bad.block_tables, bad.context_lens, "pa::decode"); });
+    REQUIRE(expected.starts_with("pa::decode: block_tables[3][0]: "));
     REQUIRE(error_message([&] { pa::decode(plan, view); }) == expected);
   }
   SECTION("the good view decodes") {

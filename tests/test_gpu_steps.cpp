@@ -40,7 +40,7 @@ void check_gpu_against_emulator(int step, DType dtype, bool fp8_kv = false) {
       emulated_values[i] = pa::load_as_float(emulated.out.data(), w.problem.dtype, i);
     const pa::CompareResult agree = pa::compare_to_reference(w.problem, emulated_values, gpu.out.data(),
                                                              pa::Tolerance::for_dtype(dtype));
-    INFO("step " << step << ", workload '" << spec.name << "', GPU against emulator: " << agree.summary());
+    INFO(describe_run(Backend::cuda, step, w, {}) << ", GPU against emulator: " << agree.summary());
     REQUIRE(agree.ok);
   }
 }
@@ -498,7 +498,11 @@ std::string check_graph_replays(int step, const pa::Workload& full, const std::v
       INFO(result.summary());
       REQUIRE(result.ok);
       if (k == 0) first = out;
-      if (k + 1 == replays.size()) REQUIRE(pa::compare_bitwise(full.problem, first.data(), out.data()).ok);
+      if (k + 1 == replays.size()) {
+        const pa::CompareResult same = pa::compare_bitwise(full.problem, first.data(), out.data());
+        INFO("the last replay against the first: " << same.summary());
+        REQUIRE(same.ok);
+      }
     }
     require_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
     require_ok(cudaGraphDestroy(graph), "cudaGraphDestroy");
@@ -579,6 +583,14 @@ TEST_CASE("gpu step12: fp8 K/V, NaN poison invisible, shapes, same input same bi
   check_fp8_shapes(Backend::cuda, 12);
   check_knobs_and_determinism(Backend::cuda, 12, knobs_of(12), true);
   check_fp8_refused_below(Backend::cuda, 12);
+}
+
+TEST_CASE("gpu step12: fp8 K/V, empty contexts, logits near -1e5, NaN in one V element", "[gpu][step12][fp8]") {
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  check_empty_contexts(Backend::cuda, 12, true);
+  check_very_negative_logits(Backend::cuda, 12, DType::f16, true);
+  check_very_negative_logits(Backend::cuda, 12, DType::bf16, true);
+  check_nan_in_value(Backend::cuda, 12, true);
 }
 
 TEST_CASE("gpu step12: fp8 K/V, pools over 2^31 and 2^32 bytes (9 GB of device memory)", "[gpu][step12][fp8][huge]") {

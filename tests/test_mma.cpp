@@ -160,7 +160,8 @@ TEST_CASE("ldmatrix_x4 hands each lane its elements of the four matrices, .trans
 
 TEST_CASE("ldmatrix_x4 reads of rows other lanes wrote need a __syncwarp, and a matrix instruction the whole warp",
           "[mma]") {
-  REQUIRE(load_matrices<false, 1, true>().size() == 128);  // ordered by the __syncwarp: runs
+  // Ordered by the __syncwarp: the rows, written by other lanes, read as if each lane wrote its own.
+  REQUIRE(load_matrices<false, 1, true>() == load_matrices<false, 0, false>());
   const std::string where = "test_mma.cpp:" + std::to_string(k::mma_tests::kLoadMatricesLine);
   PA_REQUIRE_THROWS_AS_WITH((load_matrices<false, 1, false>()), KernelError, "staged");
   PA_REQUIRE_THROWS_AS_WITH((load_matrices<false, 1, false>()), KernelError, where);
@@ -201,6 +202,16 @@ TEST_CASE("step10: K fragments read transposed give numbers the oracle rejects",
 
 namespace {
 
+/// Whether the 8 rows an ldmatrix reads (tokens first .. first + 7 of a tile, unit u of each, in
+/// rows of \p units units) fall in 8 different 16-byte places of their lines, so in different
+/// banks, with unit f stored at place_of(f).
+template <class PlaceOf>
+bool rows_in_eight_banks(int units, int first, int u, PlaceOf place_of) {
+  unsigned places = 0;
+  for (int token = first; token < first + 8; ++token) places |= 1u << (place_of(token * units + u) % 8);
+  return places == 0xffu;
+}
+
 /// The two properties step10::swizzle promises at head dim D: a unit stays in its 128-byte line,
 /// and the 8 rows an ldmatrix reads (tokens 8i .. 8i+7 of a tile, one unit of each) fall in 8
 /// different 16-byte places of their lines, so in different banks.
@@ -221,10 +232,8 @@ void check_swizzle() {
   }
   for (int first = 0; first < 32; first += 8)
     for (int u = 0; u < units; ++u) {
-      unsigned places = 0;
-      for (int token = first; token < first + 8; ++token) places |= 1u << (k::step10::swizzle<D>(token * units + u) % 8);
       INFO("head dim " << D << ", tokens " << first << "-" << first + 7 << ", unit " << u);
-      REQUIRE(places == 0xffu);
+      REQUIRE(rows_in_eight_banks(units, first, u, [](int f) { return k::step10::swizzle<D>(f); }));
     }
 }
 
@@ -241,11 +250,10 @@ TEST_CASE("step10: swizzle keeps units in their lines and an ldmatrix's 8 rows i
 /// conflicts the swizzle is there to remove): a row of 10, 12 or 14 units puts two of 8
 /// consecutive rows in the same place.
 TEST_CASE("step10: without the swizzle, rows of 10, 12 and 14 units share banks", "[mma][step10]") {
-  for (int units : {10, 12, 14}) {
-    unsigned places = 0;
-    for (int token = 0; token < 8; ++token) places |= 1u << (token * units % 8);
-    INFO(units << " units a row");
-    REQUIRE(places != 0xffu);
+  for (int head_dim : {80, 96, 112}) {
+    const int units = k::step10::row_units(head_dim);
+    INFO("head dim " << head_dim << ", " << units << " units a row, tokens 0-7, unit 0");
+    REQUIRE_FALSE(rows_in_eight_banks(units, 0, 0, [](int f) { return f; }));
   }
 }
 

@@ -467,7 +467,9 @@ TEST_CASE("step12: fp8 plans claim where the portions are long, and the claims g
     return out;
   };
   const std::vector<std::byte> first = run();
-  REQUIRE(pa::check_against_oracle(w, pa::oracle_rows(w), first, entry.weights_in_storage_type).ok);
+  const pa::CompareResult against_oracle = pa::check_against_oracle(w, pa::oracle_rows(w), first, entry.weights_in_storage_type);
+  INFO(against_oracle.summary());
+  REQUIRE(against_oracle.ok);
   for (int again = 0; again < 3; ++again) {
     const pa::CompareResult same = pa::compare_bitwise(w.problem, first.data(), run().data());
     INFO("launch " << again + 2 << ": " << same.summary());

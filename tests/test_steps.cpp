@@ -18,9 +18,11 @@ namespace {
 /// With checked mode off (DecodeView::checked), a page outside the pool in a used entry is not
 /// refused: it reaches the kernel, whose read of key_cache the emulator's checked memory stops
 /// (on a GPU it would read whatever lies there). The same launch with the mode on is refused.
-void check_unchecked_reaches_kernel(int step) {
+/// With \p fp8_kv, K and V in fp8.
+void check_unchecked_reaches_kernel(int step, bool fp8_kv = false) {
   pa::WorkloadSpec spec = pa::debug_spec();
   if (!runs(step, spec.dtype)) spec.dtype = DType::bf16;
+  spec.fp8_kv = fp8_kv;
   spec.context_lens = {37, 20, 16};
   pa::Workload w = pa::make_workload(spec);
   w.block_tables[static_cast<std::size_t>(w.problem.max_blocks_per_seq + 1)] = static_cast<std::int32_t>(w.problem.num_blocks);
@@ -149,7 +151,7 @@ TEST_CASE("without a GPU the CUDA path says why, and the emulator and the oracle
   INFO(why);
   REQUIRE(why.find("CUDA") != std::string::npos);
   const pa::Workload w = pa::make_workload(pa::debug_spec());
-  REQUIRE_THROWS_AS(run_on(Backend::cuda, 6, w), pa::Error);  // CudaError where CUDA is built
+  PA_REQUIRE_THROWS_AS_WITH(run_on(Backend::cuda, 6, w), pa::Error, why);  // CudaError where CUDA is built
   const pa::StepReport report = pa::run_step(6, w, {}, pa::StepRunSettings{});
   CHECK(report.gpu_status == "skipped: " + why);
   CHECK(report.emulator_status == "ok");
@@ -221,9 +223,11 @@ TEST_CASE("step07: a split holds one slot's share of the work, empty splits give
     const pa::Workload w = pa::make_workload(spec);
     INFO("step " << step);
     const pa::RunOutput run = pa::run_emulator(pa::kernel(step, Backend::emulator), w, many);
-    const std::size_t row = static_cast<std::size_t>(w.problem.num_q_heads) * w.problem.head_dim;
-    for (int seq : {0, 3})
-      for (std::size_t i = 0; i < row; ++i) REQUIRE(pa::load_as_float(run.out.data(), w.problem.dtype, seq * row + i) == 0.0f);
+    const std::string nonzero = first_bad_element(w, run.out, [&](int seq, int, int, float value) {
+      return w.context_lens[static_cast<std::size_t>(seq)] == 0 && !(value == 0.0f);
+    });
+    INFO("an empty sequence's element " << nonzero);
+    REQUIRE(nonzero.empty());
     const pa::CompareResult result = pa::check_against_oracle(w, pa::oracle_rows(w), run.out);
     INFO(result.summary());
     REQUIRE(result.ok);
@@ -289,6 +293,25 @@ TEST_CASE("step09: the wave plan for few long sequences of equal length, and the
   pa::DecodeProblem many = long_single;
   many.num_seqs = 65536;
   PA_REQUIRE_THROWS_AS_WITH(entry.plan(many, {}, h200), pa::ArgumentError, "at most 65535");
+}
+
+// docs/design/CATALOGUE.md R3 for the tensor-core rungs: their program's size follows from the
+// group and the head dim, so the refusal names those, before any launch.
+TEST_CASE("steps 10-12: a program that fits no SM is refused by the plan, naming the group and head dim",
+          "[step10][step11][step12]") {
+  pa::DeviceLimits cramped = pa::DeviceLimits::pretend_h200();
+  cramped.shared_per_sm = 8 * 1024;
+  for (const int step : {10, 11, 12}) {
+    pa::DecodeProblem p = pa::make_problem(4, 32, 8, 128, 16, 64, 1024, 256, DType::bf16);
+    p.fp8_kv = step == 12;
+    const pa::KernelEntry& entry = pa::kernel(step, Backend::emulator);
+    INFO("step " << step);
+    REQUIRE_NOTHROW(entry.plan(p, {}, pa::DeviceLimits::pretend_h200()));
+    PA_REQUIRE_THROWS_AS_WITH(entry.plan(p, {}, cramped), pa::ArgumentError,
+                              pa::cat(entry.name, ": num_q_heads / num_kv_heads and head_dim: expected a group and head dim "
+                                                  "whose program fits one SM of "));
+    PA_REQUIRE_THROWS_AS_WITH(entry.plan(p, {}, cramped), pa::ArgumentError, "got a group of 4 at head dim 128: ");
+  }
 }
 
 TEST_CASE("step10: short equal or unknown lengths split toward 4 programs an SM, a tile or more each, the rest as step 09 does", "[step10]") {
@@ -445,6 +468,18 @@ TEST_CASE("step12: fp8 K/V, NaN poison (0x7f) gives the same bits as zeros", "[s
 
 TEST_CASE("step12: fp8 K/V, head dims 64-256, groups up to 32 and pages 1-64", "[step12][fp8]") {
   check_fp8_shapes(Backend::emulator, 12);
+}
+
+// (The portions' ends, check_split_boundaries, run in fp8 for step 12 in the set above.)
+TEST_CASE("step12: fp8 K/V, empty contexts, logits near -1e5, NaN in one V element", "[step12][fp8]") {
+  check_empty_contexts(Backend::emulator, 12, true);
+  check_very_negative_logits(Backend::emulator, 12, DType::f16, true);
+  check_very_negative_logits(Backend::emulator, 12, DType::bf16, true);
+  check_nan_in_value(Backend::emulator, 12, true);
+}
+
+TEST_CASE("step12: fp8 K/V, checked mode refuses a bad table entry, and off it reaches the kernel", "[step12][fp8][checked]") {
+  check_unchecked_reaches_kernel(12, true);
 }
 
 TEST_CASE("step12: fp8 K/V, the partition knob does not change the answer, same input same bits", "[step12][fp8]") {
