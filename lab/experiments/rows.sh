@@ -1,0 +1,26 @@
+# Shared by the device calls of lab experiments from v127 on (sourced by their run.sh): the
+# machine's line and row(), which runs one step program with --runs $RUNS (default 30) and
+# prints its median from the program's JSON, its oracle check, and the plan line the program
+# printed, cut to what an experiment sets in PLAN_SED (a sed expression). The full output of
+# every row is appended to $OUT/$FULL (default full.txt). Needs B (the programs' folder) and OUT.
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+echo "start at $(date +%T)"
+row() {  # label program flags...
+  local label=$1 prog=$2; shift 2
+  local o rc
+  o=$($B/$prog "$@" --runs "${RUNS:-30}" --json $OUT/tmp.json 2>&1); rc=$?
+  { echo "== $label: $prog $*"; echo "$o"; } >> "$OUT/${FULL:-full.txt}"
+  python3 - "$label" "$prog" "$rc" <<'PY'
+import json, os, sys
+label, prog, rc = sys.argv[1:]
+try:
+    d = json.load(open(os.environ['OUT'] + '/tmp.json'))
+except Exception as e:
+    print(f"{label:<26} {prog:<22} rc={rc} no json ({e})"); sys.exit()
+for r in d['results']:
+    t = r['gpu_median_seconds']
+    print(f"{label:<26} {prog:<22} gpu {t*1e6 if t else float('nan'):7.2f} us  ok {r['ok']}  rc={rc}")
+PY
+  { echo "$o" | grep -m1 "launch on the GPU" || echo "$o" | grep -m1 "launch in the emulator"; } |
+    sed -E "${PLAN_SED:-s/^ *launch ([^:]*): grid ([0-9]+ x [0-9]+ x [0-9]+).*/    \1: grid \2/}" | cut -c1-160
+}
