@@ -74,4 +74,28 @@ inline void check_api_against_oracle(Backend backend) {
       }
 }
 
+/// fp8 K/V (q in bf16 and f16) go to step 12, the one rung that reads them, with or without the
+/// lengths, and the decode matches the oracle; a second decode with the same plan gives the same
+/// bits (docs/design/CATALOGUE.md N9).
+inline void check_api_fp8(Backend backend) {
+  for (const DType dtype : {DType::bf16, DType::f16}) {
+    WorkloadSpec spec = debug_spec();
+    spec.dtype = dtype;
+    spec.fp8_kv = true;
+    const Workload workload = make_workload(spec);
+    for (const bool with_lengths : {false, true}) {
+      const DecodePlan plan = api_plan(backend, workload, with_lengths);
+      REQUIRE(plan.step() == 12);
+      const std::vector<std::byte> out = decode_with_api(backend, workload, with_lengths);
+      const CompareResult result = check_against_oracle(workload, oracle_rows(workload), out, plan.kernel().weights_in_storage_type);
+      INFO(dtype_name(dtype) << " q, fp8 K/V on " << backend_name(backend) << (with_lengths ? ", planned with the lengths: " : ": ")
+                             << plan.description() << ": " << result.summary());
+      REQUIRE(result.ok);
+      const CompareResult again = compare_bitwise(workload.problem, out.data(), decode_with_api(backend, workload, with_lengths).data());
+      INFO("a second decode against the first: " << again.summary());
+      REQUIRE(again.ok);
+    }
+  }
+}
+
 }  // namespace pa::testing

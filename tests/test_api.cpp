@@ -81,14 +81,8 @@ TEST_CASE("api: fp8 K/V run on step 12 and match the oracle", "[api]") {
     const pa::Workload workload = pa::make_workload(spec);
     REQUIRE(steps_of(pa::choose_rungs(workload.problem)) == std::vector<int>{12});
     REQUIRE(steps_of(pa::choose_rungs(workload.problem, workload.context_lens)) == std::vector<int>{12});
-    const pa::DecodePlan plan = pa::plan_decode(workload.problem, Backend::emulator);
-    REQUIRE(plan.step() == 12);
-    const pa::CompareResult result = pa::check_against_oracle(workload, pa::oracle_rows(workload),
-                                                              decode_with_api(Backend::emulator, workload),
-                                                              plan.kernel().weights_in_storage_type);
-    INFO(plan.description() << ": " << result.summary());
-    REQUIRE(result.ok);
   }
+  check_api_fp8(Backend::emulator);
 }
 
 TEST_CASE("api: plan_decode refuses lengths that are not one a sequence, or out of range", "[api]") {

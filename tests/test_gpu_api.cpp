@@ -31,6 +31,11 @@ TEST_CASE("gpu api: decode matches the oracle (groups 1 and 8, head dims 128 and
   check_api_against_oracle(Backend::cuda);
 }
 
+TEST_CASE("gpu api: fp8 K/V run on step 12, match the oracle, and decode again bit for bit", "[gpu][api]") {
+  if (!pa::gpu::available()) PA_SKIP(pa::gpu::unavailable_reason());
+  check_api_fp8(Backend::cuda);
+}
+
 TEST_CASE("gpu api: decode agrees with the emulator's decode", "[gpu][api]") {
   if (!pa::gpu::available()) PA_SKIP(pa::gpu::unavailable_reason());
   for (const DType dtype : {DType::bf16, DType::f32})
