@@ -95,8 +95,8 @@ inline int threads_of(const KernelOptions& options) {
 }
 
 /// Dynamic shared memory a program needs: the logits of the longest context, rounded up to
-/// whole 16-byte vectors. nvcc reads the logits four at a time in the unrolled pass 3, and
-/// compute-sanitizer reported that 16-byte read running past a 61-float array.
+/// whole 16-byte vectors: nvcc may load the logits as 16-byte vectors in the unrolled pass 3, and
+/// the padding keeps such a load inside the array.
 inline std::size_t shared_bytes(const DecodeProblem& p) {
   return (static_cast<std::size_t>(p.max_context_len) + 3) / 4 * 4 * sizeof(float);
 }

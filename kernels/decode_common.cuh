@@ -51,7 +51,7 @@ struct DecodeArgs {
   }
   /// Offset of channel 0 of token \p token of sequence \p seq, read through its block table.
   /// A power-of-two page size (every common one) takes a shift and a mask instead of an integer
-  /// division, which costs about twenty instructions per token on the GPU.
+  /// division, which the GPU has no instruction for (nvcc emits a sequence of many).
   __device__ __forceinline__ std::int64_t token_offset(int seq, int kv_head, int token) const {
     const int index = block_shift >= 0 ? token >> block_shift : token / block_size;
     const int slot = block_shift >= 0 ? token & (block_size - 1) : token % block_size;

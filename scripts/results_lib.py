@@ -850,7 +850,7 @@ TARGETS_NOTE = ("Where a target is missed, the time it asks for is the workload'
 
 BARE_READ_NOTE = ("A bare read is a kernel that only reads the workload's bytes, in chunks of one KV head's tokens: "
                   "each chunk by one program (the pattern of step 08 on), or by each query head's program of the group, "
-                  "next to each other in launch order (what steps 03-07 read; step 07 also launches them in that order); "
+                  "next to each other in launch order (what steps 03-07 read); "
                   "the fastest of chunks of 256 and 1024 "
                   "tokens and 128 and 256 threads, L2 flushed, in the same run.")
 
@@ -1051,6 +1051,21 @@ def baseline_run(ladder: Ladder) -> Optional[Run]:
     return load_run(path) if path.is_file() else None
 
 
+def archived_baseline(ladder: Ladder) -> Optional[Tuple[Run, Run]]:
+    """The newest archived GPU run (lab/runs/<run>.json) with a baseline.json in its log folder,
+    and that baseline: the before/after comparison where the newest run recorded none. None when
+    no archived run has one."""
+    found = []
+    for path in (ladder.root / ARCHIVE_DIR).glob("*/baseline.json"):
+        run_path = path.parent.with_suffix(".json")
+        if run_path.is_file():
+            found.append((load_run(run_path), path))
+    if not found:
+        return None
+    run, path = max(found, key=lambda pair: (pair[0].date, pair[0].path.name))
+    return run, load_run(path)
+
+
 def _time_and_change(seconds: Optional[float], reference: Optional[float]) -> str:
     if not seconds:
         return DASH
@@ -1093,17 +1108,19 @@ def ablation_table(ladder: Ladder, step: int) -> Optional[str]:
     return markdown_table(header, rows, ["---"] + ["--:"] * len(workloads))
 
 
-def baseline_table(ladder: Ladder, step: int, baseline: Run, baseline_step: int) -> Optional[str]:
-    """\\p step's median times against \\p baseline_step's in \\p baseline, workload by workload."""
+def baseline_table(ladder: Ladder, now: Run, step: int, baseline: Run, baseline_step: int) -> Optional[str]:
+    """\\p step's median times in \\p now against \\p baseline_step's in \\p baseline, workload by
+    workload."""
     rows = []
     for w in ladder.named_workloads():
-        this, before = ladder.gpu_result(step, w), baseline.get(baseline_step, "gpu", w)
+        this, before = now.get(step, "gpu", w), baseline.get(baseline_step, "gpu", w)
         if this is None or before is None or not this.ok or not before.ok or not this.seconds or not before.seconds:
             continue
         rows.append([_code(w), fmt_ms(this.seconds), fmt_ms(before.seconds), f"{this.seconds / before.seconds:.3f}"])
     if not rows:
         return None
-    header = ["workload", f"step {step:02d} now (ms)", f"step {baseline_step:02d} at {baseline.revision} (ms)", "ratio"]
+    header = ["workload", f"step {step:02d} at {now.revision} (ms)", f"step {baseline_step:02d} at {baseline.revision} (ms)",
+              "ratio"]
     return markdown_table(header, rows, ["---", "--:", "--:", "--:"])
 
 
@@ -1125,17 +1142,26 @@ BASELINE_END = "<!-- baseline:end -->"
 
 def baseline_region(ladder: Ladder, step: int) -> str:
     """The text between the baseline markers of a step page: \\p step against the same rung in
-    the run's baseline.json (or, for a rung the baseline did not have, the highest one below)."""
+    the run's baseline.json (or, for a rung the baseline did not have, the highest one below).
+    Where the newest GPU run has no baseline, the newest archived run that has one, with its own
+    times of the step (both from that run's session), said so."""
     baseline = baseline_run(ladder)
+    now, where = ladder.gpu, "in the run above"
+    if baseline is None:
+        archived = archived_baseline(ladder)
+        if archived is not None:
+            now, baseline = archived
+            where = (f"in the newest archived run with a baseline ({_code(ladder.relative(now.path))}, revision "
+                     f"{now.revision}, roof {fmt_gbps(now.roof_gbps)} GB/s; the newest run has none)")
     steps = baseline.steps("gpu") if baseline is not None else []
     earlier = [s for s in steps if s <= step]
-    if baseline is None or not earlier:
+    if baseline is None or now is None or not earlier:
         return f"No baseline recorded beside the newest GPU run for step {step:02d}."
-    compared = baseline_table(ladder, step, baseline, earlier[-1])
+    compared = baseline_table(ladder, now, step, baseline, earlier[-1])
     if compared is None:
         return f"No workload that both step {step:02d} and the baseline ran."
     return "\n".join([
-        f"Median times of {_code(ladder.kernel_name(step))} in the run above and of "
+        f"Median times of {_code(ladder.kernel_name(step))} {where} and of "
         f"{_code(baseline.kernel_name(earlier[-1]) or '')} as it was at revision {baseline.revision}, built from that "
         f"revision and run on the same machine in the same session ({_code(ladder.relative(baseline.path))}, roof "
         f"{fmt_gbps(baseline.roof_gbps)} GB/s); ratio = this step's time / the baseline's.", "", compared, ""])

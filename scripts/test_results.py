@@ -516,6 +516,19 @@ class AblationTest(unittest.TestCase):
         self.assertIn("`step03_naive_decode` as it was", text)
         self.assertIn("No baseline recorded", rl.baseline_region(ladder, 2))
 
+    def test_archived_baseline_where_the_newest_run_has_none(self):
+        base = {"context": gpu_context(rev="old0001"), "benchmarks": [gpu_bench(3, "gqa-batch", 0.4, 2500.0)]}
+        then = {"context": gpu_context(rev="arc0001"), "benchmarks": [gpu_bench(4, "gqa-batch", 0.8, 2500.0)]}
+        archive = self.tree.root / rl.ARCHIVE_DIR
+        (archive / "nvidia-h200-20261101-arc0001").mkdir(parents=True)
+        (archive / "nvidia-h200-20261101-arc0001.json").write_text(json.dumps(then), encoding="utf-8")
+        (archive / "nvidia-h200-20261101-arc0001" / "baseline.json").write_text(json.dumps(base), encoding="utf-8")
+        ladder = rl.load(self.tree.root)
+        text = rl.baseline_region(ladder, 4)  # the archived run's step 04 against its baseline's step 03
+        self.assertIn("| `gqa-batch` | 0.800 | 0.400 | 2.000 |", text)
+        self.assertIn("newest archived run with a baseline", text)
+        self.assertIn("lab/runs/nvidia-h200-20261101-arc0001.json", text)
+
 
 def sweep_run():
     """Steps 07-09 on gqa-batch (1.0, 0.6 and 0.5 ms) and a few points of the shape sweeps for 08
