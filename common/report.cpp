@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <fstream>
 #include <iomanip>
@@ -220,6 +223,51 @@ std::string format_fixed(double value, int digits) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(digits) << value;
   return out.str();
+}
+
+void write_file_whole(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  std::error_code ignored;
+  if (std::filesystem::exists(path, ignored) && !std::filesystem::is_regular_file(path, ignored)) {
+    std::ofstream file(path);
+    if (file) {
+      write(file);
+      file.flush();
+    }
+    if (!file) throw Error(cat("cannot write ", path, ": writing failed"));
+    return;
+  }
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream file(temporary);
+    if (!file) throw Error(cat("cannot write ", path, " (opening ", temporary, " failed: ", std::strerror(errno), ")"));
+    write(file);
+    file.flush();
+    if (!file) {
+      file.close();
+      std::remove(temporary.c_str());
+      throw Error(cat("cannot write ", path, ": writing failed (disk full?); nothing was written"));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error(cat("cannot write ", path, ": renaming ", temporary, " failed"));
+  }
+}
+
+void require_writable(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) throw Error(cat("cannot write ", path, ": it is a folder"));
+  if (std::filesystem::exists(path, ignored) && !std::filesystem::is_regular_file(path, ignored)) {
+    if (!std::ofstream(path, std::ios::app)) throw Error(cat("cannot write ", path, ": ", std::strerror(errno)));
+    return;  // a device or a pipe: written directly
+  }
+  const std::string temporary = path + ".partial";
+  const bool existed = std::filesystem::exists(temporary, ignored);
+  {
+    std::ofstream file(temporary, std::ios::app);
+    if (!file) throw Error(cat("cannot write ", path, " (opening ", temporary, " failed: ", std::strerror(errno), ")"));
+  }
+  if (!existed) std::remove(temporary.c_str());
 }
 
 }  // namespace pa

@@ -4,6 +4,7 @@
 /// machine and revision produced them.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -82,5 +83,16 @@ std::string format_bytes(double bytes);
 std::string format_sci(double value);
 /// Formats a value with \p digits decimals.
 std::string format_fixed(double value, int digits);
+
+/// Writes \p path whole or not at all: \p write fills a temporary file beside it, which
+/// replaces \p path only once every byte is written (a full disk leaves the old file, and says
+/// so). A path that exists and is not a regular file (a device, a pipe) is written directly, and
+/// a failed write is still an error. Throws Error naming the path.
+void write_file_whole(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+/// Throws Error, saying why (a folder, no such folder, no permission), when write_file_whole
+/// could not write \p path: the programs ask before a run, so a bad path costs no run.
+/// Creates nothing (a test file it opens is removed).
+void require_writable(const std::string& path);
 
 }  // namespace pa

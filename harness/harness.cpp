@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -292,35 +293,6 @@ std::vector<int> sample_sequences(const Workload& w) {
 }
 
 // ----- files and statuses ------------------------------------------------------------------
-
-void write_file_whole(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  std::error_code ignored;
-  if (std::filesystem::exists(path, ignored) && !std::filesystem::is_regular_file(path, ignored)) {
-    std::ofstream file(path);
-    if (file) {
-      write(file);
-      file.flush();
-    }
-    if (!file) throw Error(cat("cannot write ", path, ": writing failed"));
-    return;
-  }
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream file(temporary);
-    if (!file) throw Error(cat("cannot write ", path, " (opening ", temporary, " failed)"));
-    write(file);
-    file.flush();
-    if (!file) {
-      file.close();
-      std::remove(temporary.c_str());
-      throw Error(cat("cannot write ", path, ": writing failed (disk full?); nothing was written"));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(cat("cannot write ", path, ": renaming ", temporary, " failed"));
-  }
-}
 
 std::string with_thread_order(const std::string& status) {
   const emu::ThreadOrder order = emu::thread_order();
@@ -621,20 +593,23 @@ both with the Eigen oracle and prints one table.
 exit codes (docs/design/CORRECTNESS.md lists them): 0 every run matched the oracle; 1 a wrong
   answer; 2 a bad flag or value, or a bad PAGEDATTN_EMU_SHUFFLE (nothing ran); 3 the kernel
   refused the workload or a knob (and nothing was wrong); 4 a fault or error (an emulator
-  fault, a CUDA error, host memory, the JSON file); 4 wins over 1, and 1 over 3.
+  fault, a CUDA error, host memory, the JSON file); 5 a workload nothing checked (too big to
+  emulate, and no GPU ran); 4 wins over 1, 1 over 3, and 3 over 5.
 environment: PAGEDATTN_EMU_SHUFFLE=SEED runs the emulator's threads in a shuffled order (a
   decimal seed; "off" or unset: the fixed order); a failure then names the seed.
 
 workload (default: the debug workload)
   --workload NAME      a named benchmark workload (gqa-batch, mha-batch, long-single, small-batch,
-                       ragged-skew, ragged-uniform, gqa-batch-fp8); the emulator skips workloads this big
+                       ragged-skew, ragged-uniform, gqa-batch-fp8); the emulator skips workloads this big;
+                       first, then any flag below changes it (its name then says which)
   --batch N            sequences
   --context A[,B,...]  context lengths (one for all, or one per sequence)
-  --q-heads N  --kv-heads N  --head-dim N  --page N
+  --q-heads N  --kv-heads N  --head-dim N  --page N   (--q-heads a multiple of --kv-heads)
   --dtype f32|f16|bf16 (default f32; bf16 for a step that runs no f32)
   --seed N             the workload's seed (with --adversarial, the set's first seed)
-  --kv-dtype e4m3|same  storage of K/V: fp8 e4m3 with scales (default for a step that reads it,
-                       step 12) or the same as --dtype
+  --kv-dtype e4m3|same  storage of K/V: fp8 e4m3 (or: fp8) with scales, or the same as --dtype;
+                       default e4m3 for a step that reads it (step 12), but a named workload
+                       keeps its own (gqa-batch-fp8 is fp8, the others the same as --dtype)
   --layout hnd|nhd
   --adversarial        run the whole adversarial set of docs/design/CORRECTNESS.md instead
 %s
@@ -837,15 +812,20 @@ Json trace_json(const Workload& w, int seq, const emu::dim3& traced) {
   return trace;
 }
 
-Flags parse_flags(int step, int argc, char** argv) {
+Flags parse_flags(int step, int argc, char** argv, std::string_view own_flags) {
   const KernelEntry& entry = kernel(step, Backend::emulator);
   Flags f;
   f.spec.fp8_kv = entry.runs_fp8_kv;  // a step that reads fp8 K/V runs them unless told otherwise
   int batch = -1;
   std::vector<int> contexts;
   bool named = false;
+  std::vector<std::string> changed;  // the flags that change the workload, in order
+  static constexpr std::string_view kWorkloadFlags[] = {"--batch", "--context", "--q-heads", "--kv-heads", "--head-dim",
+                                                        "--page",  "--dtype",   "--seed",    "--kv-dtype", "--layout"};
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (std::find(std::begin(kWorkloadFlags), std::end(kWorkloadFlags), flag) != std::end(kWorkloadFlags))
+      changed.push_back(flag);
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) throw_argument("flags", flag, "a value after it", "nothing");
       return argv[++i];
@@ -853,8 +833,11 @@ Flags parse_flags(int step, int argc, char** argv) {
     require_knob_flag(entry, flag);  // a knob this step does not have is a bad flag
     if (flag == "--help" || flag == "-h") {
       std::printf(kUsage, argv[0], knob_help(entry).c_str());
+      if (!own_flags.empty()) std::printf("this step's own (each alone on the command line)\n%.*s", static_cast<int>(own_flags.size()), own_flags.data());
       std::exit(0);
     } else if (flag == "--workload") {
+      // A named workload replaces the whole spec: a flag before it would be lost without a word.
+      if (!changed.empty()) throw_argument("flags", flag, "before the flags that change the workload", cat("after ", changed.front()));
       const WorkloadSpec named_one = named_spec(value());
       f.spec = named_one;
       named = true;
@@ -904,6 +887,16 @@ Flags parse_flags(int step, int argc, char** argv) {
     }
   }
   if (!named) f.spec.name = "custom";
+  // A named workload that flags changed is another workload: its name says so.
+  if (named && !changed.empty()) {
+    std::string list;
+    for (const std::string& flag : changed)
+      if (list.find(flag) == std::string::npos) list += (list.empty() ? "" : " ") + flag;
+    f.spec.name += cat(" (changed by ", list, ")");
+  }
+  if (f.spec.num_q_heads % f.spec.num_kv_heads != 0)
+    throw_argument("flags", "--q-heads", cat("a multiple of --kv-heads (", f.spec.num_kv_heads, ": each KV head serves a whole group)"),
+                   cat(f.spec.num_q_heads));
   if (contexts.size() == 1 && batch > 0) contexts.assign(static_cast<std::size_t>(batch), contexts[0]);
   if (!contexts.empty()) {
     if (batch > 0 && static_cast<int>(contexts.size()) != batch)
@@ -920,14 +913,20 @@ Flags parse_flags(int step, int argc, char** argv) {
 
 }  // namespace
 
-int kernel_step_main(int step, int argc, char** argv) {
+int kernel_step_main(int step, int argc, char** argv, std::string_view own_flags) {
   Flags flags;
   try {
-    flags = parse_flags(step, argc, argv);
+    flags = parse_flags(step, argc, argv, own_flags);
     emu::thread_order();  // PAGEDATTN_EMU_SHUFFLE is an argument too: a bad value throws here
   } catch (const Error& bad) {
     std::fprintf(stderr, "%s: %s\n(see --help)\n", argv[0], bad.what());
     return exit_bad_argument;
+  }
+  try {
+    if (!flags.json_path.empty()) require_writable(flags.json_path);  // before the run, not after it
+  } catch (const Error& unwritable) {
+    std::fprintf(stderr, "%s: --json: %s\n", argv[0], unwritable.what());
+    return exit_fault;
   }
   try {
     if (!flags.dtype_given && !kernel(step, Backend::emulator).runs_f32) flags.spec.dtype = DType::bf16;
@@ -957,6 +956,7 @@ int kernel_step_main(int step, int argc, char** argv) {
     Json results = Json::array();
     std::vector<StepReport> reports;
     bool all_ok = true, any_wrong = false, any_refused = false, any_fault = false;
+    int unchecked = 0;  // workloads (with their knobs) that no backend checked
     for (const WorkloadSpec& spec : specs) {
       const Workload workload = make_workload_or_explain(spec);
       const bool big = workload.problem.cache_elems() > (std::int64_t{1} << 26);
@@ -972,7 +972,8 @@ int kernel_step_main(int step, int argc, char** argv) {
         any_fault = any_fault || report.faulted;
         any_wrong = any_wrong || (!report.ok && !report.faulted);
         any_refused = any_refused || report.refused;
-        if (!flags.quiet || !report.ok || report.refused) {
+        if (!report.checked()) ++unchecked;
+        if (!flags.quiet || !report.ok || report.refused || !report.checked()) {
           std::cout << entry.name << " on '" << spec.name << "': " << describe(workload.problem) << '\n';
           if (flags.options.size() > 1) std::cout << "knobs: " << describe_knobs(options) << '\n';
           print_step_table({report}, std::cout);
@@ -1022,7 +1023,9 @@ int kernel_step_main(int step, int argc, char** argv) {
         row.set("gpu_median_seconds", measured(timed, report.gpu_seconds));
         row.set("gpu_gbps", measured(timed, report.gpu_gbps));
         row.set("roof_gbps", measured(report.roof_gbps > 0, report.roof_gbps));
-        row.set("ok", report.ok && !report.refused).set("refused", report.refused).set("faulted", report.faulted);
+        // ok: null where no backend checked the workload (nothing is known), not true.
+        row.set("ok", report.checked() ? Json(report.ok && !report.refused) : Json());
+        row.set("refused", report.refused).set("faulted", report.faulted);
         results.push(std::move(row));
         reports.push_back(report);
       }
@@ -1038,7 +1041,11 @@ int kernel_step_main(int step, int argc, char** argv) {
         file << '\n';
       });
     }
-    return any_fault ? exit_fault : any_wrong ? exit_wrong : any_refused ? exit_refused : exit_ok;
+    if (unchecked > 0)
+      std::cout << "not checked: " << unchecked << (unchecked == 1 ? " run" : " runs")
+                << " that no backend ran (the emulator skips a workload this big; "
+                << (flags.run_gpu ? "and there is no GPU here" : "and --no-gpu asked for no GPU run") << ")\n";
+    return any_fault ? exit_fault : any_wrong ? exit_wrong : any_refused ? exit_refused : unchecked > 0 ? exit_unchecked : exit_ok;
   } catch (const Error& error) {
     std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
     return exit_fault;

@@ -129,6 +129,10 @@ struct StepReport {
   bool refused = false;  ///< a backend refused the problem or the knobs (ArgumentError)
   bool faulted = false;  ///< a backend stopped with an error (a KernelError, a CUDA error), not a wrong answer
 
+  /// Some backend checked the workload against the oracle (ran to the end), or said why not:
+  /// refused or faulted. False when every backend was skipped: nothing is known of the answer.
+  bool checked() const { return emulator_ran || gpu_ran || refused || faulted; }
+
   /// The emulator finished (matched the oracle or not): its error, time and bytes were measured.
   /// A run that refused, faulted or was skipped measured nothing.
   bool emulator_ran = false;
@@ -196,20 +200,15 @@ std::string describe_trace(const Workload& workload, int seq, const std::string&
 
 /// The exit codes of the step programs and of pagedattn_fuzz, one list for both
 /// (docs/design/CORRECTNESS.md, "Exit codes"). When several apply, exit_fault wins over
-/// exit_wrong, and exit_wrong over exit_refused.
+/// exit_wrong, exit_wrong over exit_refused, and exit_refused over exit_unchecked.
 enum ExitCode : int {
   exit_ok = 0,            ///< every run matched the oracle (the fuzzer: no case failed)
   exit_wrong = 1,         ///< a wrong answer (the fuzzer: a case failed; its line reproduces it)
   exit_bad_argument = 2,  ///< a bad flag or value, or a bad PAGEDATTN_EMU_SHUFFLE; nothing ran
   exit_refused = 3,       ///< the kernel refused the workload or a knob, and nothing was wrong
   exit_fault = 4,         ///< a fault or an error: an emulator fault, a CUDA error, host memory, an output file
+  exit_unchecked = 5,     ///< a workload no backend checked (too big to emulate, and no GPU ran), nothing wrong
 };
-
-/// Writes \p path whole or not at all: \p write fills a temporary file beside it, which
-/// replaces \p path only once every byte is written (a full disk leaves the old file, and says
-/// so). A path that exists and is not a regular file (a device, a pipe) is written directly, and
-/// a failed write is still an error. Throws Error naming the path.
-void write_file_whole(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 /// \p status followed by the emulator's thread order when it is shuffled
 /// (" [shuffled order, seed S (PAGEDATTN_EMU_SHUFFLE=S repeats it)]"), so that a wrong answer
@@ -223,6 +222,8 @@ std::string with_thread_order(const std::string& status);
 /// `--json FILE` writes results (whole or not at all), `--trace SEQ,HEAD` shows what a program
 /// read, `--quiet` prints nothing unless something fails or is refused. Every flag value is
 /// checked, and so is PAGEDATTN_EMU_SHUFFLE. Returns an ExitCode (tests/test_programs.cpp).
-int kernel_step_main(int step, int argc, char** argv);
+/// \p own_flags: the lines `--help` adds for flags the step's main() answers itself (step 10's
+/// `--fragments`, step 11's `--schedule`).
+int kernel_step_main(int step, int argc, char** argv, std::string_view own_flags = {});
 
 }  // namespace pa

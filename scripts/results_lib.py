@@ -364,7 +364,11 @@ def _result_of(key: Key, entries: List[dict]) -> Result:
 
 def load_run(path: Path) -> Run:
     with open(path, encoding="utf-8") as handle:
-        return Run.from_json(json.load(handle), Path(path))
+        try:
+            data = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not JSON ({error})") from None
+    return Run.from_json(data, Path(path))
 
 
 def load_runs(results_dir: Path) -> List[Run]:

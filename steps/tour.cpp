@@ -91,6 +91,11 @@ int main(int argc, char** argv) {
   bool run_gpu = true;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    const bool query = flag == "--gpu-status" || flag == "--kernel-steps" || flag == "--fp8-kv-steps";
+    if (query && argc != 2) {  // a question for scripts: answered alone, or a flag beside it would go unread
+      std::fprintf(stderr, "%s: %s takes no other flag (see --help)\n", argv[0], flag.c_str());
+      return 2;
+    }
     if (flag == "--no-gpu") {
       run_gpu = false;
     } else if (flag == "--gpu-status") {  // one line for scripts: the GPU, or why there is none

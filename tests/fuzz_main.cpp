@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/report.h"
 #include "harness/harness.h"
 #include "kernels/registry.h"
 #include "tests/fuzz.h"

@@ -130,6 +130,7 @@ TEST_CASE("programs: every flag refuses a value that is not a number, negative o
 
 TEST_CASE("programs: exit codes as CORRECTNESS.md lists them, from the programs themselves", "[programs]") {
   const auto step03 = built_program("steps", "step03_naive_decode");
+  const auto step01 = built_program("steps", "step01_paged_cache");
   const auto fuzz = built_program("tests", "pagedattn_fuzz");
   const ScratchDir dir("pagedattn-test-exit-codes");
   struct Case {
@@ -155,6 +156,19 @@ TEST_CASE("programs: exit codes as CORRECTNESS.md lists them, from the programs 
       {step03, "--quiet --no-gpu --q-heads 2000000000 --kv-heads 1 --context 1", "", pa::exit_fault,
        "workload 'custom' needs at least 1.02 TB (K and V caches 8.19 kB, q and out 1.02 TB) of host memory"},
       {step03, "--quiet --no-gpu --json /dev/full", "", pa::exit_fault, "cannot write /dev/full: writing failed"},
+      {step03, pa::cat("--quiet --no-gpu --json ", dir.path.string()), "", pa::exit_fault,
+       "--json: cannot write " + dir.path.string() + ": it is a folder"},
+      {step03, "--quiet --no-gpu --q-heads 5 --kv-heads 2", "", pa::exit_bad_argument,
+       "--q-heads: expected a multiple of --kv-heads (2: each KV head serves a whole group), got 5"},
+      {step03, "--quiet --no-gpu --batch 2 --workload small-batch", "", pa::exit_bad_argument,
+       "--workload: expected before the flags that change the workload, got after --batch"},
+      {step03, "--no-gpu --workload small-batch --batch 1 --context 16", "", pa::exit_ok,
+       "on 'small-batch (changed by --batch --context)'"},
+      {step01, pa::cat("--quiet --json ", (dir / "no-such-folder" / "x.json").string()), "", pa::exit_fault,
+       "step01_paged_cache: --json: cannot write"},
+      // 2^20 + 1 tokens of one head at head dim 64: past what the emulator runs, and no GPU asked.
+      {step03, "--quiet --no-gpu --batch 1 --context 1048577 --q-heads 1 --kv-heads 1 --head-dim 64 --dtype bf16", "",
+       pa::exit_unchecked, "not checked: 1 run that no backend ran"},
       {step03, pa::cat("--quiet --no-gpu --json ", (dir / "no-such-folder" / "x.json").string()), "", pa::exit_fault,
        "cannot write"},
       {fuzz, "--count 2 --quiet", "", pa::exit_ok, ""},

@@ -67,7 +67,9 @@ const char* usage =
     "  --summary      print only the story: a block table, copy-on-write, memory waste\n"
     "  --dot          print only the block tables and the pool after the copy-on-write, as a\n"
     "                 Graphviz graph (docs/results/step01-block-tables.dot is this output)\n"
-    "  --help         this text\n";
+    "  --help         this text\n"
+    "exit codes: 0 every check passed; 1 a check failed (FAIL names it); 2 a bad flag or value;\n"
+    "  4 the --json file could not be written (nothing is half-written)\n";
 
 long long parse_integer(std::string_view flag, const char* text, long long low, long long high) {
   char* end = nullptr;
@@ -155,6 +157,8 @@ class Step01 {
   const std::string& summary() const { return summary_; }
   /// The block tables and the pool after the copy-on-write, as a Graphviz graph (--dot).
   const std::string& dot() const { return dot_; }
+  /// The memory report and the live block tables as JSON (--json), from what run() did.
+  const std::string& json() const { return json_; }
 
  private:
   static pa::CacheConfig config_for(const Options& options);
@@ -171,6 +175,7 @@ class Step01 {
   std::ostringstream& log_;
   std::string summary_;
   std::string dot_;
+  std::string json_;
 };
 
 std::vector<std::int64_t> Step01::lengths_for(const Options& options) {
@@ -381,7 +386,7 @@ void Step01::run() {
   std::istringstream tight_table(tight.table());
   for (std::string line; std::getline(tight_table, line);) log_ << "    " << line << "\n";
   if (!options_.json.empty()) {
-    std::ofstream file(options_.json);
+    std::ostringstream file;
     // The live sequences' tables (after the fork and the decode step) with the pool's size: enough
     // to draw which page each sequence holds (notebooks/paged_memory.ipynb).
     std::string sequences;
@@ -392,7 +397,7 @@ void Step01::run() {
          << "\", \"memory\": " << reserved.json() << ", \"memory_best_case_contiguous\": " << tight.json()
          << ", \"pool_pages\": " << config.num_blocks << ", \"sequences\": [" << sequences
          << "], \"stamp\": " << pa::Stamp::collect(false).to_json().dump() << "}\n";
-    if (!file) throw pa::Error(pa::cat("step01_paged_cache: cannot write --json file '", options_.json, "'"));
+    json_ = file.str();
     log_ << "    wrote " << options_.json << "\n";
   }
 
@@ -418,17 +423,32 @@ int main(int argc, char** argv) {
     std::cerr << error.what() << "\n\n" << usage;
     return 2;
   }
+  // The exit codes are the step programs' (docs/design/CORRECTNESS.md): 1 a failed check, 2 a
+  // bad flag, 4 the --json file (asked before the run; written whole or not at all).
+  try {
+    if (!options.json.empty()) pa::require_writable(options.json);
+  } catch (const pa::Error& error) {
+    std::cerr << "step01_paged_cache: --json: " << error.what() << "\n";
+    return 4;
+  }
   // Everything is logged to a buffer: --quiet prints it only when a check fails.
   std::ostringstream log;
-  std::string failure, summary, dot;
+  std::string failure, summary, dot, json;
   try {
     Step01 step(options, log);
     step.run();
     summary = step.summary();
     dot = step.dot();
+    json = step.json();
   } catch (const std::exception& error) {
     failure = error.what();
   }
+  if (failure.empty() && !options.json.empty()) try {
+      pa::write_file_whole(options.json, [&](std::ostream& file) { file << json; });
+    } catch (const pa::Error& error) {
+      std::cerr << "step01_paged_cache: --json: " << error.what() << "\n";
+      return 4;
+    }
   if (options.dot && failure.empty()) std::cout << dot;
   else if (options.summary && failure.empty()) std::cout << summary;
   else if (!options.quiet || !failure.empty()) std::cout << log.str();

@@ -2,6 +2,7 @@
 // both compared with the oracle, side by side. `--help` lists the flags; `--fragments` prints
 // the fragment layouts the kernel relies on (the tables of the step's page), from the code the
 // emulator's mma and ldmatrix use.
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -73,9 +74,16 @@ void print_fragment_layouts(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::strcmp(argv[1], "--fragments") == 0) {
-    print_fragment_layouts(std::cout);
-    return 0;
-  }
-  return pa::kernel_step_main(10, argc, argv);
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--fragments") == 0) {
+      if (argc != 2) {
+        std::fprintf(stderr, "%s: --fragments takes no other flag\n(see --help)\n", argv[0]);
+        return pa::exit_bad_argument;
+      }
+      print_fragment_layouts(std::cout);
+      return pa::exit_ok;
+    }
+  return pa::kernel_step_main(10, argc, argv,
+                              "  --fragments          print the mma m16n8k16 fragment layouts: which lane holds which row\n"
+                              "                       and column of A, B and C\n");
 }

@@ -171,9 +171,11 @@ void print_schedule(const std::string& name, std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "--schedule") == 0) {
-    if (argc != 3) {
-      std::fprintf(stderr, "%s: --schedule takes the name of a workload of docs/design/BENCHMARKS.md\n", argv[0]);
+  const bool schedule = std::any_of(argv + 1, argv + argc, [](const char* arg) { return std::strcmp(arg, "--schedule") == 0; });
+  if (schedule) {
+    if (argc != 3 || std::strcmp(argv[1], "--schedule") != 0) {
+      std::fprintf(stderr, "%s: --schedule takes the name of a workload of docs/design/BENCHMARKS.md, and no other flag\n(see --help)\n",
+                   argv[0]);
       return pa::exit_bad_argument;
     }
     try {
@@ -184,5 +186,7 @@ int main(int argc, char** argv) {
       return pa::exit_bad_argument;
     }
   }
-  return pa::kernel_step_main(11, argc, argv);
+  return pa::kernel_step_main(11, argc, argv,
+                              "  --schedule NAME      print the work list the emulator's plan makes for a named workload\n"
+                              "                       (its programs, items and cut pairs, as Markdown)\n");
 }
