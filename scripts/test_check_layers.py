@@ -2,19 +2,16 @@
 """Tests of scripts/check_layers: a tree whose includes point down passes; each kind of include
 against the layers is found, with its file and line."""
 
-import importlib.machinery
-import importlib.util
 import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 sys.dont_write_bytecode = True
-SCRIPT = Path(__file__).resolve().parent / "check_layers"
-loader = importlib.machinery.SourceFileLoader("check_layers", str(SCRIPT))
-spec = importlib.util.spec_from_loader("check_layers", loader)
-cl = importlib.util.module_from_spec(spec)
-loader.exec_module(cl)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import script_module  # noqa: E402
+
+cl = script_module.load("check_layers")
 
 
 class LayersTest(unittest.TestCase):

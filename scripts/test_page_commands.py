@@ -2,8 +2,6 @@
 """Tests of scripts/page_commands: which lines are commands, which are cheap, which exits fail,
 and a run over a scratch tree whose "programs" are shell scripts."""
 
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,11 +10,11 @@ import unittest
 from pathlib import Path
 
 sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import script_module  # noqa: E402
+
 SCRIPT = Path(__file__).resolve().parent / "page_commands"
-loader = importlib.machinery.SourceFileLoader("page_commands", str(SCRIPT))
-spec = importlib.util.spec_from_loader("page_commands", loader)
-pc = importlib.util.module_from_spec(spec)
-loader.exec_module(pc)
+pc = script_module.load("page_commands")
 
 PAGE = """# A page
 
