@@ -107,7 +107,10 @@ DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_
   // Bad lengths are the caller's, not a rung's refusal: checked here, before any rung is tried.
   if (!context_lens.empty()) validate_lengths(problem, context_lens, kPlanDecode);
   const std::vector<RungChoice> rungs = choose_rungs(problem, context_lens);
-  PA_REQUIRE(!rungs.empty(), kPlanDecode, "problem.dtype", "a storage type some rung runs", dtype_name(problem.dtype));
+  PA_REQUIRE(!rungs.empty(), kPlanDecode, "problem.dtype",
+             problem.fp8_kv ? "bf16 or f16 with fp8 K/V (fp8_kv: step 12, the one rung that reads them, multiplies 16-bit q)"
+                            : "a storage type some rung runs",
+             dtype_name(problem.dtype));
   std::string first_refusal, refusals;
   for (const RungChoice& rung : rungs) {
     const KernelEntry& entry = kernel(rung.step, backend);

@@ -80,13 +80,15 @@ class DecodePlan {
 /// tries the rungs of choose_rungs in order and keeps the first whose plan accepts it, with the
 /// knobs that rung's plan picks. Throws ArgumentError "pa::plan_decode: ..." for a problem no
 /// rung runs, carrying the first rung's message (which names the rung and the argument), and
-/// Error for Backend::cuda in a build without CUDA. Host work only: nothing is launched, and
-/// for Backend::cuda nothing is allocated but the checked mode's fault record, once a process.
+/// Error for Backend::cuda in a build without CUDA. Nothing is launched. For Backend::cuda it
+/// allocates the checked mode's fault record, once a process, and a plan of steps 11 or 12 its
+/// work list in device memory, copied there before plan_decode returns (a synchronous copy, so
+/// not while a stream is being captured); that memory is freed with the plan.
 DecodePlan plan_decode(const DecodeProblem& problem, Backend backend, const DeviceLimits& device);
 
 /// plan_decode for the backend's own device: the emulator's pretend H200
-/// (DeviceLimits::pretend_h200), or the current CUDA device (gpu::device_info; CudaError naming
-/// the reason when there is none).
+/// (DeviceLimits::pretend_h200), or the CUDA device (gpu::device_info, which asks once a process:
+/// one device a process; CudaError naming the reason when there is none).
 DecodePlan plan_decode(const DecodeProblem& problem, Backend backend);
 
 /// plan_decode for a batch whose context lengths the host knows, \p context_lens (one a
@@ -94,8 +96,8 @@ DecodePlan plan_decode(const DecodeProblem& problem, Backend backend);
 /// list by these lengths (choose_rungs); an empty span is plan_decode without lengths. The plan
 /// stays right for any lengths of its problem (each launch reads them on the backend's side, so
 /// a CUDA graph of it replays with new ones); it is balanced for these. Throws ArgumentError
-/// "pa::plan_decode: context_lens: ..." for a count other than problem.num_seqs, and the rung's
-/// own message for a length outside [0, max_context_len].
+/// "pa::plan_decode: context_lens: ..." for a count other than problem.num_seqs, and
+/// "pa::plan_decode: context_lens[i]: ..." for a length outside [0, max_context_len].
 DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, Backend backend,
                        const DeviceLimits& device);
 

@@ -93,7 +93,8 @@ void validate(const DecodeProblem& p, std::string_view function) {
                  std::int64_t{p.num_seqs} * p.max_context_len),
              p.total_context_len);
   PA_REQUIRE(p.dtype == DType::f32 || p.dtype == DType::f16 || p.dtype == DType::bf16, function, "dtype",
-             "f32, f16 or bf16", static_cast<int>(p.dtype));
+             "f32, f16 or bf16 (the storage of q and out; fp8 K/V are fp8_kv)",
+             p.dtype == DType::e4m3 ? std::string("e4m3") : cat("the value ", static_cast<int>(p.dtype)));
   PA_REQUIRE(std::isfinite(p.scale) && p.scale > 0.0f, function, "scale", "finite and > 0",
              p.scale);
   if (p.fp8_kv) {

@@ -169,6 +169,15 @@ TEST_CASE("api: plan_decode refuses a bad problem, naming itself, the rung and t
   REQUIRE(error_message([&] { pa::plan_decode(odd_group, Backend::emulator); }) ==
           "pa::plan_decode: num_q_heads % num_kv_heads: expected 0 (each KV head serves a whole group of query heads), "
           "got 1 (num_q_heads=4, num_kv_heads=3)");
+  pa::DecodeProblem fp8_f32 = debug_workload(DType::f32).problem;
+  fp8_f32.fp8_kv = true;
+  REQUIRE(error_message([&] { pa::plan_decode(fp8_f32, Backend::emulator); }) ==
+          "pa::plan_decode: problem.dtype: expected bf16 or f16 with fp8 K/V (fp8_kv: step 12, the one rung that reads "
+          "them, multiplies 16-bit q), got f32");
+  pa::DecodeProblem fp8_storage = debug_workload(DType::bf16).problem;
+  fp8_storage.dtype = DType::e4m3;  // the K/V type given as q's
+  REQUIRE(error_message([&] { pa::plan_decode(fp8_storage, Backend::emulator); }) ==
+          "pa::plan_decode: dtype: expected f32, f16 or bf16 (the storage of q and out; fp8 K/V are fp8_kv), got e4m3");
   pa::DecodeProblem no_page = debug_workload(DType::bf16).problem;
   no_page.block_size = 0;
   REQUIRE(error_message([&] { pa::plan_decode(no_page, Backend::emulator); }) ==

@@ -187,12 +187,49 @@ __global__ void shuffle_reads_outside_mask(gspan<float> output) {
   if (lane < 16) output[lane] = __shfl_xor_sync(0x0000ffffu, static_cast<float>(lane), 16);
 }
 
-/// BUG: the mask names all 32 lanes, but lanes 16-31 never call the shuffle.
-__global__ void shuffle_lanes_missing(gspan<float> output) {
+/// Not a bug: the mask names all 32 lanes and lanes 16-31 exit without the shuffle; CUDA asks
+/// only the lanes named that have not exited to call it, and lanes 0-15 read among themselves.
+__global__ void shuffle_lanes_exited(gspan<float> output) {
   const int lane = threadIdx.x;
   if (lane < 16) output[lane] = __shfl_xor_sync(0xffffffffu, static_cast<float>(lane), 1);
 }
+
+/// BUG: as above, but lanes 0-15 read lanes 16-31 (xor 16), which have exited.
+__global__ void shuffle_lanes_missing(gspan<float> output) {
+  const int lane = threadIdx.x;
+  if (lane < 16) output[lane] = __shfl_xor_sync(0xffffffffu, static_cast<float>(lane), 16);
+}
 constexpr int kShuffleLanesMissing = __LINE__ - 2;
+
+/// Shuffles within segments of 16 lanes (width 16): xor may read an earlier segment, not a
+/// later one; a lane operand of 33 is 1 (its low 5 bits, as PTX takes them).
+__global__ void shuffle_widths(gspan<int> out) {
+  const int lane = threadIdx.x;
+  out[lane * 3 + 0] = __shfl_xor_sync(0xffffffffu, lane, 16, 16);
+  out[lane * 3 + 1] = __shfl_down_sync(0xffffffffu, lane, 33);
+  out[lane * 3 + 2] = __shfl_xor_sync(0xffffffffu, lane, 1, 8);
+}
+
+/// BUG: lane 0 writes a slot, the warp shuffles, lane 1 reads the slot: a shuffle orders no
+/// memory (the CUDA guide: shuffles "do not imply a memory barrier"); __syncwarp would.
+__global__ void shuffle_as_fence(gspan<float> out) {
+  PA_SHARED(float, slot, 1);
+  const int lane = threadIdx.x;
+  if (lane == 0) slot[0] = 1.0f;
+  const float any = __shfl_xor_sync(0xffffffffu, static_cast<float>(lane), 1);
+  if (lane == 1) out[0] = slot[0] + any;
+}
+constexpr int kShuffleAsFenceRead = __LINE__ - 2;
+
+/// Lane 5 writes a slot; lanes 5 and 6 call __syncwarp(0x60); lane \p reader reads the slot.
+/// Lane 6 may (the __syncwarp orders it); lane 7, not named in it, may not.
+__global__ void partial_syncwarp(gspan<float> out, int reader) {
+  PA_SHARED(float, slot, 1);
+  const int lane = threadIdx.x;
+  if (lane == 5) slot[0] = 5.0f;
+  if (lane == 5 || lane == 6) __syncwarp(0x60u);
+  if (lane == reader) out[0] = slot[0];
+}
 
 /// BUG: a 16-byte vector load at an element offset that is not a multiple of 8 bf16.
 __global__ void misaligned_vector(gspan<const bf16> input, gspan<bf16> output) {
@@ -491,14 +528,53 @@ TEST_CASE("emulator catches shuffles under a wrong mask", "[emulator][planted]")
     INFO(message);
     CHECK(contains(message, "lane 0 reads lane 16, which is not in the mask"));
   }
-  SECTION("the mask names lanes that never arrive") {
+  SECTION("the mask names lanes that exited: they take no part, and reading one faults") {
+    REQUIRE(fault_of([&] {
+              launch_kernel("shuffle_lanes_exited", shuffle_lanes_exited, dim3(1), dim3(32), 0, nullptr,
+                            gspan<float>(output.data(), 32, "output"));
+            }) == "");
+    for (int lane = 0; lane < 16; ++lane) CHECK(output[static_cast<std::size_t>(lane)] == static_cast<float>(lane ^ 1));
     const std::string message = fault_of([&] {
       launch_kernel("shuffle_lanes_missing", shuffle_lanes_missing, dim3(1), dim3(32), 0, nullptr,
                     gspan<float>(output.data(), 32, "output"));
     });
     INFO(message);
     CHECK(contains(message, "__shfl_xor_sync at " + this_file_at(kShuffleLanesMissing) +
-                                " with mask 0xffffffff waits for lane 16, which has exited"));
+                                " with mask 0xffffffff: lane 0 reads lane 16, which has exited"));
+  }
+  SECTION("a shuffle is not a fence: lanes that meet only at a shuffle race on shared memory") {
+    const std::string message = fault_of([&] {
+      launch_kernel("shuffle_as_fence", shuffle_as_fence, dim3(1), dim3(32), 0, nullptr,
+                    gspan<float>(output.data(), 32, "output"));
+    });
+    INFO(message);
+    CHECK(contains(message, "shared-memory race on slot[0]: read here, written by thread (0,0,0)"));
+    CHECK(contains(message, this_file_at(kShuffleAsFenceRead)));
+  }
+  SECTION("a __syncwarp orders the lanes it names, and no others") {
+    REQUIRE(fault_of([&] {
+              launch_kernel("partial_syncwarp", partial_syncwarp, dim3(1), dim3(32), 0, nullptr,
+                            gspan<float>(output.data(), 32, "output"), 6);
+            }) == "");
+    CHECK(output[0] == 5.0f);
+    const std::string message = fault_of([&] {
+      launch_kernel("partial_syncwarp", partial_syncwarp, dim3(1), dim3(32), 0, nullptr,
+                    gspan<float>(output.data(), 32, "output"), 7);
+    });
+    INFO(message);
+    CHECK(contains(message, "shared-memory race on slot[0]: read here, written by thread (5,0,0)"));
+  }
+}
+
+TEST_CASE("warp shuffles within segments (width) read as a GPU does, and take a lane operand's low 5 bits",
+          "[emulator]") {
+  std::vector<int> out(96, -1);
+  launch_kernel("shuffle_widths", shuffle_widths, dim3(1), dim3(32), 0, nullptr, gspan<int>(out.data(), 96, "out"));
+  for (int lane = 0; lane < 32; ++lane) {
+    INFO("lane " << lane);
+    CHECK(out[static_cast<std::size_t>(lane * 3 + 0)] == (lane >= 16 ? lane - 16 : lane));  // xor 16 in segments of 16
+    CHECK(out[static_cast<std::size_t>(lane * 3 + 1)] == (lane < 31 ? lane + 1 : lane));    // down 33 is down 1
+    CHECK(out[static_cast<std::size_t>(lane * 3 + 2)] == (lane ^ 1));                        // xor 1 in segments of 8
   }
 }
 

@@ -63,6 +63,21 @@ __global__ void mma_without_a_lane(gspan<float> d, int missing) {
 }
 constexpr int kMissingLaneLine = __LINE__ - 3;
 
+/// BUG: the two halves of the warp reach an mma each, on two different lines: PTX's .aligned
+/// asks every lane to execute the same instruction.
+__global__ void mma_in_two_places(gspan<float> d) {
+  const int lane = threadIdx.x;
+  unsigned fa[4] = {}, fb[2] = {};
+  float acc[4] = {};
+  if (lane < 16) {
+    mma_m16n8k16<bf16>(acc, fa, fb);
+  } else {
+    mma_m16n8k16<bf16>(acc, fa, fb);
+  }
+  d[lane] = acc[0];
+}
+constexpr int kSecondMmaLine = __LINE__ - 4;
+
 }  // namespace pa::PA_KERNELS::mma_tests
 
 namespace {
@@ -174,6 +189,13 @@ TEST_CASE("ldmatrix_x4 reads of rows other lanes wrote need a __syncwarp, and a 
   PA_REQUIRE_THROWS_AS_WITH(run(), KernelError, "mma_m16n8k16");
   PA_REQUIRE_THROWS_AS_WITH(run(), KernelError, "lane 3, which has exited");
   PA_REQUIRE_THROWS_AS_WITH(run(), KernelError, "test_mma.cpp:" + std::to_string(k::mma_tests::kMissingLaneLine));
+
+  auto two_places = [&] {
+    k::launch_kernel("mma_in_two_places", k::mma_tests::mma_in_two_places, k::dim3(1), k::dim3(32), 0, nullptr,
+                     k::gspan<float>(d.data(), 32, "d"));
+  };
+  PA_REQUIRE_THROWS_AS_WITH(two_places(), KernelError, "but lane 16 calls mma_m16n8k16 at");
+  PA_REQUIRE_THROWS_AS_WITH(two_places(), KernelError, "test_mma.cpp:" + std::to_string(k::mma_tests::kSecondMmaLine));
 }
 
 TEST_CASE("step10: K fragments read transposed give numbers the oracle rejects", "[mma][step10]") {

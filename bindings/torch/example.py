@@ -9,7 +9,9 @@ two halves are key_cache and value_cache, as vLLM's FlashAttention backend alloc
 then three decode steps, each after one more token per sequence is written into its slot (a new
 page from the free list when a page is full), each output compared with torch's
 scaled_dot_product_attention over the sequence's gathered K/V. docs/pages/pytorch.md shows it;
-test_decode.py is the test. Exit 0 when every output is within bf16's rounding, 1 otherwise.
+test_decode.py is the test (per storage type, docs/design/CORRECTNESS.md rule 5). This example
+exits 0 when every output is within 2e-2 of SDPA's in float64 (a sanity check, five bf16
+roundings of an output below 1), 1 otherwise.
 """
 
 import argparse
@@ -23,7 +25,7 @@ NUM_BLOCKS, BLOCK_SIZE = 64, 16
 MAX_BLOCKS_PER_SEQ = 8  # a block-table row: 128 tokens at most
 PROMPTS = [37, 1, 16, 100]
 STEPS = 3
-WITHIN = 2e-2  # bf16 keeps 8 significant bits: outputs below 1 round by 4e-3 at most
+WITHIN = 2e-2  # a sanity check: bf16 keeps 8 significant bits, so an output below 1 rounds by 4e-3 at most
 
 
 def main() -> int:

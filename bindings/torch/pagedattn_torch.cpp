@@ -333,7 +333,8 @@ query and out: [num_seqs, num_q_heads, head_dim], the plan's dtype; key_cache an
 [num_blocks, block_size, num_kv_heads, head_dim], the plan's kv_dtype; block_tables: int32
 [num_seqs, max_blocks_per_seq]; context_lens: int32 [num_seqs]. out is allocated when None.
 checked=True checks each context length and used block-table entry on the GPU: a bad one makes
-that sequence's row zeros and raises ArgumentError at the next checked decode, or at
+that sequence's row zeros and raises ArgumentError at the first checked decode that starts
+after the check has finished on the GPU (that decode launches nothing), or at
 pagedattn.raise_table_fault() after a synchronize.)",
            py::arg("query"), py::arg("key_cache"), py::arg("value_cache"), py::arg("block_tables"),
            py::arg("context_lens"), py::arg("out") = py::none(), py::kw_only(), py::arg("checked") = true)

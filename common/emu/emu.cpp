@@ -1,6 +1,7 @@
 #include "common/emu/emu.h"
 
 #include <algorithm>
+#include <cstring>
 #include <bit>
 #include <boost/context/fiber.hpp>
 #include <cstdlib>
@@ -152,7 +153,13 @@ struct Program {
   dim3 block_idx;
   std::vector<Thread> threads;
   std::uint32_t epoch = 1;  // barrier epochs start at 1 so a zeroed record is never current
+  /// A warp's count of completed __syncwarp calls; a shared access records its warp's count.
   std::vector<std::uint32_t> warp_epochs;
+  /// A warp's count after its last __syncwarp that named every lane of the warp.
+  std::vector<std::uint32_t> full_syncs;
+  /// A warp's count after its last __syncwarp that named both lanes a and b ([a * 32 + b]), for
+  /// partial masks only; empty until the warp's first such call.
+  std::vector<std::vector<std::uint32_t>> pair_syncs;
   std::vector<std::pair<StaticKey, std::unique_ptr<SharedArray>>> static_arrays;
   std::size_t static_bytes = 0;
   std::unique_ptr<SharedArray> dynamic;
@@ -280,8 +287,35 @@ std::string hex(unsigned mask) {
   return out.str();
 }
 
-/// Completes the warp collectives whose every named lane has arrived. Returns true if any
-/// thread was released. Called only when no thread is runnable.
+/// Whether \p a and \p b are the same line of source.
+bool same_place(const std::source_location& a, const std::source_location& b) {
+  return a.line() == b.line() && std::strcmp(a.file_name(), b.file_name()) == 0;
+}
+
+/// Records a completed __syncwarp of warp \p warp with \p mask (of its \p lanes_here lanes):
+/// from now on it orders the shared accesses before it of the lanes it named (and only those:
+/// a shuffle, a ballot or a matrix instruction orders no memory, as the CUDA guide says of them).
+void record_syncwarp(Program& prog, int warp, unsigned mask, int lanes_here) {
+  const auto w = static_cast<std::size_t>(warp);
+  const std::uint32_t now = ++prog.warp_epochs[w];
+  const unsigned every = lanes_here == 32 ? 0xffffffffu : (1u << lanes_here) - 1;
+  if ((mask & every) == every) {
+    prog.full_syncs[w] = now;
+    return;
+  }
+  std::vector<std::uint32_t>& pairs = prog.pair_syncs[w];
+  if (pairs.empty()) pairs.assign(32 * 32, 0);
+  for (int a = 0; a < 32; ++a)
+    if (mask >> a & 1u)
+      for (int b = 0; b < 32; ++b)
+        if (mask >> b & 1u) pairs[static_cast<std::size_t>(a * 32 + b)] = now;
+}
+
+/// Completes the warp collectives whose every named lane that has not exited has arrived (CUDA:
+/// "all non-exited threads named in mask must execute the same intrinsic"; an exited lane, or
+/// one past the end of a partial warp, takes no part, and a shuffle that reads one faults).
+/// The matrix instructions (.aligned) need every lane of the warp. Returns true if any thread
+/// was released. Called only when no thread is runnable.
 bool resolve_warps(Program& prog) {
   bool released = false;
   const int num_threads = static_cast<int>(prog.threads.size());
@@ -297,16 +331,19 @@ bool resolve_warps(Program& prog) {
       if (!(mask >> lane & 1u))
         fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
                   ", which does not include the calling lane ", lane));
-      if (lanes_here < 32 && (mask >> lanes_here) != 0)
-        fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
-                  " names lanes beyond the ", lanes_here, " threads of this warp"));
+      const bool matrix = t.kind == Collective::combine;
+      if (matrix && lanes_here < 32)
+        fault(cat(t.op_name, " at ", where_str(t.where), " needs a whole warp; this one has ", lanes_here, " threads"));
       bool complete = true;
       for (int other = 0; other < lanes_here; ++other) {
         if (!(mask >> other & 1u)) continue;
         const Thread& o = prog.threads[first + other];
-        if (o.state == ThreadState::exited)
-          fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
-                    " waits for lane ", other, ", which has exited"));
+        if (o.state == ThreadState::exited) {
+          if (matrix)
+            fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
+                      " waits for lane ", other, ", which has exited (a matrix instruction needs every lane)"));
+          continue;  // takes no part
+        }
         if (o.state == ThreadState::at_barrier)
           fault(cat(collective_label(t), " at ", where_str(t.where), " with mask ", hex(mask),
                     " waits for lane ", other, ", which waits at __syncthreads at ",
@@ -315,65 +352,74 @@ bool resolve_warps(Program& prog) {
           complete = false;
           continue;
         }
-        if (o.kind != t.kind || o.mask != mask || o.combine != t.combine)
+        if (o.kind != t.kind || o.mask != mask || o.combine != t.combine || (matrix && !same_place(o.where, t.where)))
           fault(cat("lane ", lane, " calls ", collective_label(t), " at ", where_str(t.where),
                     " with mask ", hex(mask), " but lane ", other, " calls ", collective_label(o),
                     " at ", where_str(o.where), " with mask ", hex(o.mask)));
       }
       if (!complete) continue;
-      if (t.kind == Collective::combine) {  // a matrix instruction: one operation over every lane's operands
-        if (lanes_here < 32)
-          fault(cat(t.op_name, " at ", where_str(t.where), " needs a whole warp; this one has ", lanes_here, " threads"));
+      if (matrix) {  // one operation over every lane's operands
         void* operands[32];
         for (int other = 0; other < 32; ++other)
           operands[other] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(prog.threads[first + other].payload));
         t.combine(operands);
         for (int other = 0; other < 32; ++other) prog.threads[first + other].state = ThreadState::runnable;
-        ++prog.warp_epochs[warp];
         ++rt.totals.warp_collectives;
         released = true;
         continue;
       }
-      // Every named lane is here: exchange.
+      // Every named lane that has not exited is here: exchange.
+      const auto takes_part = [&](int l) {
+        return l < lanes_here && (mask >> l & 1u) && prog.threads[first + l].state == ThreadState::at_collective;
+      };
       std::uint64_t ballot = 0;
       for (int other = 0; other < lanes_here; ++other)
-        if ((mask >> other & 1u) && prog.threads[first + other].payload != 0) ballot |= 1ull << other;
-      for (int member = 0; member < lanes_here; ++member) {
-        if (!(mask >> member & 1u)) continue;
+        if (takes_part(other) && prog.threads[first + other].payload != 0) ballot |= 1ull << other;
+      std::uint64_t values[32] = {};
+      for (int other = 0; other < lanes_here; ++other) values[other] = prog.threads[first + other].payload;
+      std::vector<int> members;
+      for (int member = 0; member < lanes_here; ++member)
+        if (takes_part(member)) members.push_back(member);
+      for (const int member : members) {
         Thread& m = prog.threads[first + member];
         rt.current = &m;
         const int width = m.width;
         const int base = member & ~(width - 1);
+        const int param = m.param & 31;  // the lane operand's low 5 bits (PTX shfl.sync's b[4:0])
         int source = member;
         switch (m.kind) {
           case Collective::syncwarp: break;
           case Collective::ballot: break;
           case Collective::combine: break;  // handled above
           case Collective::shfl_xor: {
-            const int s = member ^ m.param;
-            if (s >= base && s < base + width) source = s;
+            const int s = member ^ param;  // an earlier segment may be read, a later one not (bfly)
+            if (s < base + width) source = s;
             break;
           }
           case Collective::shfl_down:
-            if (member + m.param < base + width) source = member + m.param;
+            if (member + param < base + width) source = member + param;
             break;
           case Collective::shfl_up:
-            if (member - m.param >= base) source = member - m.param;
+            if (member - param >= base) source = member - param;
             break;
           case Collective::shfl_idx: source = base + (m.param & (width - 1)); break;
         }
         if (m.kind == Collective::ballot) {
           m.result = ballot;
-        } else {
+        } else if (m.kind != Collective::syncwarp) {
           if (source >= lanes_here || !(mask >> source & 1u))
             fault(cat(collective_label(m), " at ", where_str(m.where), " with mask ", hex(mask),
                       ": lane ", member, " reads lane ", source,
-                      ", which is not in the mask (its value is undefined on a GPU)"));
-          m.result = prog.threads[first + source].payload;
+                      source >= lanes_here ? ", which this warp does not have (its value is undefined on a GPU)"
+                                           : ", which is not in the mask (its value is undefined on a GPU)"));
+          if (prog.threads[first + source].state == ThreadState::exited)
+            fault(cat(collective_label(m), " at ", where_str(m.where), " with mask ", hex(mask),
+                      ": lane ", member, " reads lane ", source, ", which has exited (its value is undefined on a GPU)"));
+          m.result = values[source];
         }
-        m.state = ThreadState::runnable;
       }
-      ++prog.warp_epochs[warp];
+      for (const int member : members) prog.threads[first + member].state = ThreadState::runnable;
+      if (t.kind == Collective::syncwarp) record_syncwarp(prog, warp, mask, lanes_here);
       ++rt.totals.warp_collectives;
       released = true;
     }
@@ -446,6 +492,8 @@ void run_program(Program& prog, const std::function<void()>& body) {
   prog.threads.clear();
   prog.threads.resize(num_threads);
   prog.warp_epochs.assign((num_threads + 31) / 32, 1);
+  prog.full_syncs.assign(prog.warp_epochs.size(), 0);
+  prog.pair_syncs.assign(prog.warp_epochs.size(), {});
   if (shape.dynamic_shared_bytes > 0) {
     prog.dynamic = std::make_unique<SharedArray>();
     prog.dynamic->name = "dynamic shared";
@@ -834,13 +882,22 @@ void global_access(const TensorInfo& tensor, const void* base, std::int64_t inde
 
 namespace {
 
-/// Is an access by thread \p other at (\p other_epoch, its warp's \p other_warp_epoch) ordered
-/// before an access by \p self now: the same thread, a barrier between, or a warp collective
-/// between two threads of one warp?
+/// Has warp \p warp completed, since its count was \p stamp, a __syncwarp naming both lane \p a
+/// and lane \p b (a < 0: every lane, for accesses by several lanes)?
+bool synced_since(const Program& prog, int warp, int a, int b, std::uint32_t stamp) {
+  const auto w = static_cast<std::size_t>(warp);
+  if (prog.full_syncs[w] > stamp) return true;
+  const std::vector<std::uint32_t>& pairs = prog.pair_syncs[w];
+  return a >= 0 && !pairs.empty() && pairs[static_cast<std::size_t>(a * 32 + b)] > stamp;
+}
+
+/// Is an access by thread \p other at (\p other_epoch, its warp's count \p other_warp_epoch)
+/// ordered before an access by \p self now: the same thread, a barrier between, or, between two
+/// threads of one warp, a __syncwarp naming both (no other warp collective orders memory)?
 bool ordered(const Program& prog, const Thread& self, std::int32_t other, std::uint32_t other_epoch,
              std::uint32_t other_warp_epoch) {
   if (other == self.linear || other_epoch < prog.epoch) return true;
-  return other / 32 == self.warp && other_warp_epoch < prog.warp_epochs[static_cast<std::size_t>(self.warp)];
+  return other / 32 == self.warp && synced_since(prog, self.warp, other % 32, self.linear % 32, other_warp_epoch);
 }
 
 std::string thread_name(const Program& prog, std::int32_t id) {
@@ -881,8 +938,9 @@ void check_write(const Program& prog, const Thread& self, const SharedArray& arr
   if (cell.reader != -1 && cell.reader_epoch == prog.epoch) {
     const std::uint32_t warp_bit = 1u << (self.warp % 32);
     bool race = (cell.reader_warps & ~warp_bit) != 0;  // read by another warp since the barrier
-    if (!race && cell.reader != self.linear)
-      race = cell.reader_warp_epoch >= prog.warp_epochs[static_cast<std::size_t>(self.warp)];
+    if (!race && cell.reader != self.linear)  // by lanes of this warp: a __syncwarp naming them and this lane?
+      race = !synced_since(prog, self.warp, cell.reader >= 0 ? cell.reader % 32 : -1, self.linear % 32,
+                           cell.reader_warp_epoch);
     if (race)
       fault(cat("shared-memory race on ", array.name, '[', index, "]: ", what, " after thread ",
                 cell.reader >= 0 ? thread_name(prog, cell.reader) : std::string("(several)"),

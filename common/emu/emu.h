@@ -5,11 +5,12 @@
 /// A launch runs the programs (thread blocks) of its grid one after another. The threads of one
 /// program are cooperative fibers (Boost.Context): each runs until it reaches a barrier or a
 /// warp collective, then the next runs. On top of plain execution the emulator:
-///  - checks every global access against the tensor's extent (GlobalSpan), and every vector
-///    access for 16-byte alignment;
+///  - checks every global access against the tensor's extent (GlobalSpan), and every global
+///    vector access for its alignment;
 ///  - checks shared memory for barrier races: an element written by one thread and touched by
-///    another in the same barrier epoch (and not ordered by a warp collective) is reported, as is
-///    a read of shared memory nothing has written in this program;
+///    another in the same barrier epoch, unless a `__syncwarp` whose mask names both lanes came
+///    between (shuffles, ballots and matrix instructions order no memory, as on a GPU), is
+///    reported, as is a read of shared memory nothing has written in this program;
 ///  - models asynchronous copies into shared memory (cp.async): a copy's destination holds poison
 ///    and is marked in flight from the copy until the async_wait that completes it, and any
 ///    access to it in between is reported, naming the line of the access;
@@ -17,7 +18,9 @@
 ///    overlapped that touches global bytes the previous launch wrote before calling
 ///    wait_for_previous_kernel() is reported;
 ///  - reports divergent barriers (threads waiting at different `__syncthreads`, or some exited
-///    while others wait) and warp collectives with a wrong mask;
+///    while others wait) and warp collectives with a wrong mask; a lane the mask names that has
+///    exited takes no part (CUDA asks it of the lanes that have not), but a shuffle reading it
+///    is reported;
 ///  - runs programs and threads in a fixed order, or in a seeded shuffled one (ThreadOrder), so
 ///    that a result that depends on the order differs between runs;
 ///  - counts bytes read and written per tensor, and traces what one chosen program read.
@@ -149,9 +152,9 @@ using WarpCombine = void (*)(void* const* lanes);
 /// A warp-wide matrix instruction (mma, ldmatrix): each of the 32 lanes posts a pointer to its
 /// operands; once every lane of the warp has arrived at the same instruction, \p combine runs
 /// once over all 32 and every lane goes on with its results. Like `mma.sync.aligned`, it needs
-/// the whole warp; a lane that calls another instruction, or has exited, is a fault naming
-/// \p name and \p where. Orders shared-memory accesses between the warp's lanes, as a
-/// collective does.
+/// the whole warp; a lane that calls another instruction, or the same one on another line, or
+/// has exited, is a fault naming \p name and \p where. Like every warp collective but
+/// `__syncwarp`, it orders no shared-memory accesses between the lanes.
 void warp_combine(const char* name, WarpCombine combine, void* operands,
                   std::source_location where = std::source_location::current());
 
@@ -418,7 +421,7 @@ struct Counters {
   std::uint64_t programs = 0;
   std::uint64_t threads = 0;
   std::uint64_t barriers = 0;          ///< __syncthreads completed (per program)
-  std::uint64_t warp_collectives = 0;  ///< shuffles/syncwarps completed (per warp)
+  std::uint64_t warp_collectives = 0;  ///< warp collectives completed (per warp): shuffles, ballots, __syncwarp, mma, ldmatrix
   std::uint64_t total_read() const;
   std::uint64_t total_written() const;
 };

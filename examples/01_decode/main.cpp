@@ -181,8 +181,11 @@ class OnGpu {
     view.workspace = workspace_.data();
     view.workspace_bytes = workspace_.size();
     pa::decode(plan_, view, /*stream=*/nullptr);  // asynchronous: returns before the GPU is done
+    // Wait for the device (a decode on a stream of your own: wait for that stream), which raises
+    // what the checked mode found; then the copy back.
+    pa::gpu::synchronize("pa::decode");
     std::vector<std::byte> out(out_.size());
-    out_.download(out.data(), out.size());  // waits for the decode; raises what its checks found
+    out_.download(out.data(), out.size());
     // [gpu_decode]
     return out;
   }
