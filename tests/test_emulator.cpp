@@ -238,6 +238,31 @@ __global__ void misaligned_vector(gspan<const bf16> input, gspan<bf16> output) {
 }
 constexpr int kMisalignedVector = __LINE__ - 3;
 
+/// BUG: a 16-byte shared load (ld.shared.v4) from float 1 of an array: not a multiple of 16 bytes.
+__global__ void misaligned_shared_vector(gspan<float> output) {
+  PA_SHARED(float, staged, 8);
+  staged[threadIdx.x] = static_cast<float>(threadIdx.x);
+  __syncthreads();
+  const Vec<float, 4> v = load_shared_vec<float, 4>(staged, 1);
+  output[0] = v.v[0];
+}
+constexpr int kMisalignedSharedVector = __LINE__ - 3;
+
+/// BUG: two threads write the same shared element with no barrier between.
+__global__ void write_after_write(gspan<float> output) {
+  PA_SHARED(float, value, 1);
+  value[0] = static_cast<float>(threadIdx.x);
+  __syncthreads();
+  output[threadIdx.x] = value[0];
+}
+
+/// BUG: a shared index one past the array's end.
+__global__ void shared_past_end(gspan<float> output) {
+  PA_SHARED(float, slots, 4);
+  slots[threadIdx.x] = 1.0f;
+  output[threadIdx.x] = 0.0f;
+}
+
 /// BUG: a kernel that reads shared memory nothing wrote.
 __global__ void uninitialised_shared(gspan<float> output) {
   PA_SHARED(float, never_written, 32);
@@ -588,6 +613,22 @@ TEST_CASE("emulator catches misaligned vectors and uninitialised shared reads", 
   INFO(message);
   CHECK(contains(message, "misaligned 16-byte vector read of input[3]"));
   CHECK(contains(message, this_file_at(kMisalignedVector)));
+  std::vector<float> staged_out(8, 0);
+  message = fault_of([&] {
+    launch_kernel("misaligned_shared_vector", misaligned_shared_vector, dim3(1), dim3(8), 0, nullptr,
+                  gspan<float>(staged_out.data(), 8, "output"));
+  });
+  INFO(message);
+  CHECK(contains(message, "misaligned 16-byte shared read of staged[1]: byte 4 of the array is not a multiple of 16"));
+  CHECK(contains(message, this_file_at(kMisalignedSharedVector)));
+  message = fault_of([&] {
+    launch_kernel("write_after_write", write_after_write, dim3(1), dim3(2), 0, nullptr, gspan<float>(staged_out.data(), 8, "output"));
+  });
+  CHECK(contains(message, "shared-memory race on value[0]: written here and by thread (0,0,0) with no barrier between"));
+  message = fault_of([&] {
+    launch_kernel("shared_past_end", shared_past_end, dim3(1), dim3(5), 0, nullptr, gspan<float>(staged_out.data(), 8, "output"));
+  });
+  CHECK(contains(message, "out-of-bounds shared write to slots[4] (extent 4)"));
   std::vector<float> out(32, 0);
   message = fault_of([&] {
     launch_kernel("uninitialised_shared", uninitialised_shared, dim3(1), dim3(32), 0, nullptr,

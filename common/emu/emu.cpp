@@ -958,6 +958,12 @@ void record_write(const Program& prog, const Thread& self, SharedCell& cell, con
 
 }  // namespace
 
+void require_shared_alignment(const SharedArray& array, std::int64_t index, int bytes, std::source_location where) {
+  if (bytes > 1 && (index * static_cast<std::int64_t>(array.elem_size)) % bytes != 0)
+    fault(cat("misaligned ", bytes, "-byte shared read of ", array.name, '[', index, "]: byte ",
+              index * static_cast<std::int64_t>(array.elem_size), " of the array is not a multiple of ", bytes, at(where)));
+}
+
 void shared_access(SharedArray& array, std::int64_t index, bool write, std::source_location where) {
   Program& prog = program();
   const Thread& self = *rt.current;

@@ -301,6 +301,11 @@ struct SharedArray {
 /// Checks and records one access to element \p index of \p array by the code at \p where.
 void shared_access(SharedArray& array, std::int64_t index, bool write, std::source_location where);
 
+/// Faults unless element \p index of \p array starts a naturally aligned access of \p bytes
+/// (a vector load, an ldmatrix row): on a GPU a misaligned shared address is an error. Checked
+/// from the array's start, which PA_DYNAMIC_SHARED aligns to 16 bytes on the GPU.
+void require_shared_alignment(const SharedArray& array, std::int64_t index, int bytes, std::source_location where);
+
 /// An index into a shared array together with the place in the kernel that uses it: `shared[i]`
 /// converts `i` implicitly, and the defaulted location is then the line of `shared[i]`, so a
 /// fault can name it (an operator[] cannot take a defaulted second parameter).
@@ -350,8 +355,9 @@ class SharedSpan {
   SharedRef<T> operator[](SharedIndex at) const { return SharedRef<T>(array_, offset_ + at.index, at.where); }
   SharedSpan operator+(std::int64_t count) const { return SharedSpan(array_, offset_ + count); }
   /// Reads elements [index, index + count) of this view into \p out, each checked as a read at
-  /// \p where (a vector load of shared memory).
+  /// \p where, and the whole as one naturally aligned access (a vector load of shared memory).
   void load(std::int64_t index, int count, T* out, std::source_location where) const {
+    require_shared_alignment(*array_, offset_ + index, count * static_cast<int>(sizeof(T)), where);
     for (int i = 0; i < count; ++i) {
       shared_access(*array_, offset_ + index + i, false, where);
       std::memcpy(out + i, array_->bytes.data() + (offset_ + index + i) * sizeof(T), sizeof(T));
