@@ -623,11 +623,20 @@ inline int merge_threads(int head_dim, int splits) {
   return splits <= step09::kMergeDirectSplits ? (head_dim + 31) / 32 * 32 : merge_slices(splits) * kMergeChannels;
 }
 
+/// Refuses an output the epilogue's vector stores of \p values elements cannot write: on the GPU
+/// a misaligned store is a fault, so the refusal comes first, naming the argument.
+inline void require_out_aligned(const DecodeView& view, int values, const char* kernel) {
+  const std::size_t bytes = static_cast<std::size_t>(values) * dtype_size(view.problem.dtype);
+  PA_REQUIRE(reinterpret_cast<std::uintptr_t>(view.out) % bytes == 0, kernel, "out",
+             cat("a ", bytes, "-byte aligned pointer (the epilogue stores ", values, " values at once)"), view.out);
+}
+
 /// launch(), with the K fragments read transposed when \p transposed_k: the planted bug of
 /// tests/test_mma.cpp, which the oracle must catch.
 inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stream, bool transposed_k) {
   if (!begin_launch(view, plan, kName)) return;
   step05::require_aligned(view, kName);
+  require_out_aligned(view, 2, kName);
   const DecodeProblem& p = view.problem;
   const Partials partials = partials_in(view.workspace, p, plan.splits);
   auto run = [&](auto kernel, auto storage, auto head_dim) {

@@ -501,6 +501,7 @@ inline LaunchPlan plan(const DecodeProblem& p, const KernelOptions& options, con
 inline void launch(const DecodeView& view, const LaunchPlan& plan, void* stream) {
   if (!begin_launch(view, plan, kName)) return;
   step05::require_aligned(view, kName);
+  step10::require_out_aligned(view, 2, kName);  // tensor_core_attend's epilogue
   const auto* tables = dynamic_cast<const WorkListTables*>(plan.tables.get());
   PA_REQUIRE(tables != nullptr, kName, "plan.tables", cat("the work list of a plan that ", kName, " made for this backend"),
              plan.tables ? "tables of another kind" : "none");

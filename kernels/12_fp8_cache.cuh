@@ -713,6 +713,7 @@ inline void launch_as(const DecodeView& view, const LaunchPlan& plan, void* stre
     return step11::launch(view, plan, stream);
   }
   step05::require_aligned(view, kName);
+  step10::require_out_aligned(view, 4, kName);  // fp8_attend's epilogue: a lane's four channels
   const auto* tables = dynamic_cast<const step11::WorkListTables*>(plan.tables.get());
   PA_REQUIRE(tables != nullptr, kName, "plan.tables", cat("the work list of a plan that ", kName, " made for this backend"),
              plan.tables ? "tables of another kind" : "none");

@@ -314,6 +314,26 @@ TEST_CASE("steps 10-12: a program that fits no SM is refused by the plan, naming
   }
 }
 
+// An output the epilogue's vector stores cannot write is refused before the launch, naming out
+// (on the GPU the stores would fault): steps 10 and 11 store 2 values at once, step 12 four.
+TEST_CASE("steps 10-12: an output not aligned for the epilogue's stores is refused, naming out",
+          "[step10][step11][step12]") {
+  for (const int step : {10, 11, 12}) {
+    pa::WorkloadSpec spec = pa::debug_spec();
+    spec.dtype = DType::bf16;
+    spec.fp8_kv = step == 12;
+    const pa::Workload w = pa::make_workload(spec);
+    const pa::KernelEntry& entry = pa::kernel(step, Backend::emulator);
+    const pa::LaunchPlan plan = pa::plan_for(entry, w.problem, w.context_lens, {}, pa::DeviceLimits::pretend_h200());
+    std::vector<std::byte> out(w.out_bytes() + 16), workspace(plan.workspace_bytes + 16);
+    auto* misaligned = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(out.data()) + 15) / 16 * 16 + 2);
+    const pa::DecodeView view = w.host_view(misaligned, workspace.data(), plan.workspace_bytes);
+    INFO("step " << step);
+    PA_REQUIRE_THROWS_AS_WITH(entry.launch(view, plan, nullptr), pa::ArgumentError,
+                              pa::cat(entry.name, ": out: expected a ", step == 12 ? 8 : 4, "-byte aligned pointer"));
+  }
+}
+
 TEST_CASE("step10: short equal or unknown lengths split toward 4 programs an SM, a tile or more each, the rest as step 09 does", "[step10]") {
   namespace s09 = emu_kernels::step09;
   namespace s10 = emu_kernels::step10;
