@@ -1,6 +1,6 @@
 #!/bin/bash
 # v127: steps 11/12 with a program a (sequence, KV head) where the 512-token floor leaves too few
-# programs but the pairs alone are enough (branch next/whole-pairs, 290fc7e), against main's
+# programs but the pairs alone are enough (branch next/whole-pairs at 290fc7e), against main's
 # fill toward 4 programs an SM (376cd20). Host code only: the kernels are main's. Programs at head
 # dim 128 (lab/experiments/v107-token-split/build.sh N V WORKTREE -DPA_HEAD_DIMS=128):
 #   step11_persistent-m, step12_fp8_cache-m   main's source;
