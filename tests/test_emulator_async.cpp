@@ -185,6 +185,22 @@ __global__ void clear_row_early(gspan<float> partials) {
   wait_for_previous_kernel();
 }
 
+/// sum_partials that lets the next kernel start early (allow_next_kernel) before its reads.
+__global__ void sum_partials_allowing_next(gspan<const float> partials, gspan<float> sums) {
+  allow_next_kernel();
+  const int row = blockIdx.x;
+  float sum = 0.0f;
+  for (int e = 0; e < 4; ++e) sum += partials[row * 4 + e];
+  sums[row] = sum;
+}
+
+/// BUG when launched overlapped with sum_partials_allowing_next: overwrites row 0 of
+/// \p partials, which that kernel reads, before waiting (write after read).
+__global__ void refill_row_early(gspan<float> partials) {
+  partials[threadIdx.x] = 0.0f;
+  wait_for_previous_kernel();
+}
+
 }  // namespace pa::PA_KERNELS::emulator_async_tests
 
 namespace {
@@ -446,5 +462,24 @@ TEST_CASE("emulator overlapped launches: reading the previous kernel's output ne
         pa::KernelError,
         "kernel clear_row_early, program (0,0,0), thread (0,0,0): write to partials[12] before "
         "wait_for_previous_kernel(): write_partials wrote it");
+  }
+  SECTION("planted: overlapped, a write before the wait to what the previous kernel read after allowing it") {
+    write();
+    launch_kernel("sum_partials", sum_partials_allowing_next, dim3(4), dim3(1), 0, nullptr,
+                  gspan<const float>(partials.data(), 16, "partials"), gspan<float>(sums.data(), 4, "sums"));
+    PA_REQUIRE_THROWS_AS_WITH(
+        launch_kernel_overlapped("refill_row_early", refill_row_early, dim3(1), dim3(4), 0, nullptr,
+                                 gspan<float>(partials.data(), 16, "partials")),
+        pa::KernelError,
+        "kernel refill_row_early, program (0,0,0), thread (0,0,0): write to partials[0] before "
+        "wait_for_previous_kernel(): sum_partials read it and may still be running (launched overlapped)");
+  }
+  SECTION("a previous kernel that never allowed the next one early: its reads are over when the next starts") {
+    write();
+    launch_kernel("sum_partials", sum_partials<false>, dim3(4), dim3(1), 0, nullptr,
+                  gspan<const float>(partials.data(), 16, "partials"), gspan<float>(sums.data(), 4, "sums"));
+    launch_kernel_overlapped("refill_row_early", refill_row_early, dim3(1), dim3(4), 0, nullptr,
+                             gspan<float>(partials.data(), 16, "partials"));
+    CHECK(partials[0] == 0.0f);
   }
 }

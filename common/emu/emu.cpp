@@ -185,6 +185,12 @@ struct Runtime {
   std::vector<ByteRange> launch_writes;      ///< what the running launch wrote so far
   std::size_t launch_writes_compacted = 0;   ///< its size after the last compaction
   std::vector<ByteRange> previous_writes;    ///< what the launch before it wrote: sorted, disjoint
+  /// What the running launch read so far (global memory), a list a tensor (by tensor id): one
+  /// tensor's reads mostly continue each other, where the reads of all tensors interleave.
+  std::vector<std::vector<ByteRange>> launch_reads;
+  std::vector<std::size_t> launch_reads_compacted;  ///< each list's size after its last compaction
+  std::vector<ByteRange> previous_reads;     ///< what the launch before it read: sorted, disjoint
+  bool launch_allows_next = false;           ///< the running launch called allow_next_kernel(): reads recorded
   std::string previous_kernel;               ///< that launch's kernel name
   ThreadOrder order;                         ///< valid once order_known
   bool order_known = false;                  ///< read from the environment or set
@@ -577,39 +583,47 @@ void compact(std::vector<ByteRange>& ranges) {
   ranges.resize(kept);
 }
 
-/// Adds [begin, end) to what the running launch wrote. Consecutive writes usually continue the
-/// last range (threads write neighbouring elements in turn), so that costs one comparison;
-/// otherwise the list grows, and is compacted whenever it has doubled.
-void record_launch_write(std::uintptr_t begin, std::uintptr_t end) {
-  std::vector<ByteRange>& writes = rt.launch_writes;
-  if (!writes.empty() && begin <= writes.back().end && end >= writes.back().begin) {
-    writes.back().begin = std::min(writes.back().begin, begin);
-    writes.back().end = std::max(writes.back().end, end);
+/// Adds [begin, end) to \p ranges, what the running launch wrote (or read) so far, compacted to
+/// \p compacted elements last. Consecutive accesses usually continue the last range (threads
+/// touch neighbouring elements in turn), so that costs one comparison; otherwise the list
+/// grows, and is compacted whenever it has doubled.
+void record_range(std::vector<ByteRange>& ranges, std::size_t& compacted, std::uintptr_t begin, std::uintptr_t end) {
+  if (!ranges.empty() && begin <= ranges.back().end && end >= ranges.back().begin) {
+    ranges.back().begin = std::min(ranges.back().begin, begin);
+    ranges.back().end = std::max(ranges.back().end, end);
     return;
   }
-  writes.push_back({begin, end});
-  if (writes.size() >= 2 * rt.launch_writes_compacted + 1024) {
-    compact(writes);
-    rt.launch_writes_compacted = writes.size();
+  ranges.push_back({begin, end});
+  if (ranges.size() >= 2 * compacted + 1024) {
+    compact(ranges);
+    compacted = ranges.size();
   }
 }
 
-/// The first byte of [begin, end) the previous launch wrote, or \p end if none.
-std::uintptr_t first_previously_written(std::uintptr_t begin, std::uintptr_t end) {
-  const std::vector<ByteRange>& written = rt.previous_writes;
-  // The first range that ends after begin; the ranges are sorted and disjoint.
-  const auto it = std::upper_bound(written.begin(), written.end(), begin,
+/// The first byte of [begin, end) in \p ranges (sorted, disjoint), or \p end if none.
+std::uintptr_t first_in(const std::vector<ByteRange>& ranges, std::uintptr_t begin, std::uintptr_t end) {
+  // The first range that ends after begin.
+  const auto it = std::upper_bound(ranges.begin(), ranges.end(), begin,
                                    [](std::uintptr_t address, const ByteRange& r) { return address < r.end; });
-  if (it == written.end() || it->begin >= end) return end;
+  if (it == ranges.end() || it->begin >= end) return end;
   return std::max(it->begin, begin);
 }
 
-/// Ends a launch (finished or faulted): what it wrote becomes what the next launch checks.
+/// Ends a launch (finished or faulted): what it wrote and read becomes what the next launch
+/// checks, if it is launched overlapped.
 void finish_launch_writes(const LaunchShape& shape) {
   compact(rt.launch_writes);
   rt.previous_writes.swap(rt.launch_writes);
   rt.launch_writes.clear();
   rt.launch_writes_compacted = 0;
+  rt.previous_reads.clear();
+  for (std::vector<ByteRange>& reads : rt.launch_reads) {
+    rt.previous_reads.insert(rt.previous_reads.end(), reads.begin(), reads.end());
+    reads.clear();
+  }
+  compact(rt.previous_reads);
+  std::fill(rt.launch_reads_compacted.begin(), rt.launch_reads_compacted.end(), 0);
+  rt.launch_allows_next = false;
   rt.previous_kernel = shape.kernel_name;
 }
 
@@ -760,6 +774,11 @@ void wait_for_previous_kernel() {
   rt.current->waited_for_previous = true;
 }
 
+void allow_next_kernel() {
+  program();
+  rt.launch_allows_next = true;
+}
+
 int tensor_id(const char* name) {
   for (std::size_t i = 0; i < rt.tensor_names.size(); ++i)
     if (rt.tensor_names[i] == name) return static_cast<int>(i);
@@ -860,15 +879,30 @@ void global_access(const TensorInfo& tensor, const void* base, std::int64_t inde
   const auto begin = reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(index) * elem_size;
   const std::uintptr_t end = begin + bytes;
   if (prog.shape->overlapped && !rt.current->waited_for_previous) {
-    const std::uintptr_t hit = first_previously_written(begin, end);
+    // Before the wait the previous launch may still be running: a read of what it wrote, or a
+    // write of what it wrote or read, races with it.
+    std::uintptr_t hit = first_in(rt.previous_writes, begin, end);
+    const char* what_it_did = "wrote";
+    if (hit == end && write) {
+      hit = first_in(rt.previous_reads, begin, end);
+      what_it_did = "read";
+    }
     if (hit != end)
       fault(cat(write ? "write to " : "read of ", name, '[', index + static_cast<std::int64_t>((hit - begin) / elem_size),
-                "] before wait_for_previous_kernel(): ", rt.previous_kernel,
-                " wrote it and may still be running (launched overlapped)", at(where)));
+                "] before wait_for_previous_kernel(): ", rt.previous_kernel, ' ', what_it_did,
+                " it and may still be running (launched overlapped)", at(where)));
   }
   if (write) {
-    record_launch_write(begin, end);
-  } else if (rt.is_table[static_cast<std::size_t>(tensor.tensor)]) {
+    record_range(rt.launch_writes, rt.launch_writes_compacted, begin, end);
+  } else if (rt.launch_allows_next) {  // the next launch may overlap these reads
+    const auto id = static_cast<std::size_t>(tensor.tensor);
+    if (rt.launch_reads.size() <= id) {
+      rt.launch_reads.resize(id + 1);
+      rt.launch_reads_compacted.resize(id + 1, 0);
+    }
+    record_range(rt.launch_reads[id], rt.launch_reads_compacted[id], begin, end);
+  }
+  if (!write && rt.is_table[static_cast<std::size_t>(tensor.tensor)]) {
     TableReads& reads = rt.table_reads[static_cast<std::size_t>(rt.current->linear)];
     reads.recent[reads.total++ % TableReads::kKept] = {tensor.tensor, base, index, count, elem_size, where};
   }

@@ -15,8 +15,8 @@
 ///    and is marked in flight from the copy until the async_wait that completes it, and any
 ///    access to it in between is reported, naming the line of the access;
 ///  - models overlapped launches (programmatic dependent launch): a thread of a kernel launched
-///    overlapped that touches global bytes the previous launch wrote before calling
-///    wait_for_previous_kernel() is reported;
+///    overlapped that touches global bytes the previous launch wrote, or writes bytes it read
+///    after its allow_next_kernel(), before calling wait_for_previous_kernel() is reported;
 ///  - reports divergent barriers (threads waiting at different `__syncthreads`, or some exited
 ///    while others wait) and warp collectives with a wrong mask; a lane the mask names that has
 ///    exited takes no part (CUDA asks it of the lanes that have not), but a shuffle reading it
@@ -124,6 +124,11 @@ void syncwarp(unsigned mask, std::source_location where = std::source_location::
 /// `griddepcontrol.wait`: from here on this thread may touch what the previous launch wrote.
 /// Only a launch marked overlapped needs it; elsewhere it does nothing.
 void wait_for_previous_kernel();
+/// `griddepcontrol.launch_dependents`: an overlapped launch after this one may start while this
+/// one still runs, so from here on the launch's global reads are recorded too, and a write of
+/// one of them by the next launch before its wait is a fault. Without it, the next launch starts
+/// when this one has ended and only this one's writes matter.
+void allow_next_kernel();
 
 /// Which warp collective a thread waits at.
 enum class Collective : std::uint8_t { syncwarp, shfl_xor, shfl_down, shfl_up, shfl_idx, ballot, combine };

@@ -742,13 +742,18 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&out)[4], SharedSlot<Share
 // visible. What is saved is the gap between two dependent kernels: the second one's launch and
 // placement. The emulator runs launches one after another and models the hazard instead: it
 // records the global bytes each launch writes, and a thread of an overlapped launch that reads
-// or writes one of the previous launch's before its wait_for_previous_kernel() is a fault.
-// allow_next_kernel() does nothing there (whenever the next kernel starts, it must wait).
+// or writes one of the previous launch's before its wait_for_previous_kernel() is a fault; once
+// a launch has called allow_next_kernel() it records its reads too, and the next launch's writes
+// of them before the wait are faults as well (before that call the next launch cannot start).
 
 /// Lets the next kernel, if launched overlapped, start placing its programs (sm_90 and later).
 __device__ __forceinline__ void allow_next_kernel() {
-#if defined(__CUDACC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDACC__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+#else
+  emu::allow_next_kernel();
 #endif
 }
 
