@@ -1,13 +1,14 @@
 #include "common/emu/emu.h"
 
 #include <algorithm>
-#include <cstring>
 #include <bit>
 #include <boost/context/fiber.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <sstream>
 
 namespace pa::emu {
@@ -383,10 +384,11 @@ bool resolve_warps(Program& prog) {
         if (takes_part(other) && prog.threads[first + other].payload != 0) ballot |= 1ull << other;
       std::uint64_t values[32] = {};
       for (int other = 0; other < lanes_here; ++other) values[other] = prog.threads[first + other].payload;
-      std::vector<int> members;
+      int members[32];
+      int count = 0;
       for (int member = 0; member < lanes_here; ++member)
-        if (takes_part(member)) members.push_back(member);
-      for (const int member : members) {
+        if (takes_part(member)) members[count++] = member;
+      for (const int member : std::span<const int>(members, static_cast<std::size_t>(count))) {
         Thread& m = prog.threads[first + member];
         rt.current = &m;
         const int width = m.width;
@@ -424,7 +426,7 @@ bool resolve_warps(Program& prog) {
           m.result = values[source];
         }
       }
-      for (const int member : members) prog.threads[first + member].state = ThreadState::runnable;
+      for (int i = 0; i < count; ++i) prog.threads[first + members[i]].state = ThreadState::runnable;
       if (t.kind == Collective::syncwarp) record_syncwarp(prog, warp, mask, lanes_here);
       ++rt.totals.warp_collectives;
       released = true;
