@@ -56,6 +56,13 @@ struct ByteRange {
   std::uintptr_t end;
 };
 
+/// What a launch wrote (or read) so far: byte ranges, compacted (sorted and merged) whenever the
+/// list has doubled since the last compaction.
+struct RangeLog {
+  std::vector<ByteRange> ranges;
+  std::size_t compacted = 0;  ///< the list's size after its last compaction
+};
+
 /// A read of a block table (a tensor some paged tensor names as its table) by one thread: the
 /// entries are read back from \p base when a message needs them (a table is a kernel's input,
 /// unchanged while it runs).
@@ -183,13 +190,11 @@ struct Runtime {
   /// Per thread of the running program (by linear id), its pending copies, oldest first. Kept
   /// across programs so that the vectors' storage is reused.
   std::vector<std::vector<PendingCopy>> copies;
-  std::vector<ByteRange> launch_writes;      ///< what the running launch wrote so far
-  std::size_t launch_writes_compacted = 0;   ///< its size after the last compaction
+  RangeLog launch_writes;                    ///< what the running launch wrote so far
   std::vector<ByteRange> previous_writes;    ///< what the launch before it wrote: sorted, disjoint
-  /// What the running launch read so far (global memory), a list a tensor (by tensor id): one
+  /// What the running launch read so far (global memory), a log a tensor (by tensor id): one
   /// tensor's reads mostly continue each other, where the reads of all tensors interleave.
-  std::vector<std::vector<ByteRange>> launch_reads;
-  std::vector<std::size_t> launch_reads_compacted;  ///< each list's size after its last compaction
+  std::vector<RangeLog> launch_reads;
   std::vector<ByteRange> previous_reads;     ///< what the launch before it read: sorted, disjoint
   bool launch_allows_next = false;           ///< the running launch called allow_next_kernel(): reads recorded
   std::string previous_kernel;               ///< that launch's kernel name
@@ -585,20 +590,20 @@ void compact(std::vector<ByteRange>& ranges) {
   ranges.resize(kept);
 }
 
-/// Adds [begin, end) to \p ranges, what the running launch wrote (or read) so far, compacted to
-/// \p compacted elements last. Consecutive accesses usually continue the last range (threads
+/// Adds [begin, end) to \p log. Consecutive accesses usually continue the last range (threads
 /// touch neighbouring elements in turn), so that costs one comparison; otherwise the list
 /// grows, and is compacted whenever it has doubled.
-void record_range(std::vector<ByteRange>& ranges, std::size_t& compacted, std::uintptr_t begin, std::uintptr_t end) {
+void record_range(RangeLog& log, std::uintptr_t begin, std::uintptr_t end) {
+  std::vector<ByteRange>& ranges = log.ranges;
   if (!ranges.empty() && begin <= ranges.back().end && end >= ranges.back().begin) {
     ranges.back().begin = std::min(ranges.back().begin, begin);
     ranges.back().end = std::max(ranges.back().end, end);
     return;
   }
   ranges.push_back({begin, end});
-  if (ranges.size() >= 2 * compacted + 1024) {
+  if (ranges.size() >= 2 * log.compacted + 1024) {
     compact(ranges);
-    compacted = ranges.size();
+    log.compacted = ranges.size();
   }
 }
 
@@ -613,18 +618,18 @@ std::uintptr_t first_in(const std::vector<ByteRange>& ranges, std::uintptr_t beg
 
 /// Ends a launch (finished or faulted): what it wrote and read becomes what the next launch
 /// checks, if it is launched overlapped.
-void finish_launch_writes(const LaunchShape& shape) {
-  compact(rt.launch_writes);
-  rt.previous_writes.swap(rt.launch_writes);
-  rt.launch_writes.clear();
-  rt.launch_writes_compacted = 0;
+void finish_launch_accesses(const LaunchShape& shape) {
+  compact(rt.launch_writes.ranges);
+  rt.previous_writes.swap(rt.launch_writes.ranges);
+  rt.launch_writes.ranges.clear();  // keeps its storage for the next launch
+  rt.launch_writes.compacted = 0;
   rt.previous_reads.clear();
-  for (std::vector<ByteRange>& reads : rt.launch_reads) {
-    rt.previous_reads.insert(rt.previous_reads.end(), reads.begin(), reads.end());
-    reads.clear();
+  for (RangeLog& reads : rt.launch_reads) {
+    rt.previous_reads.insert(rt.previous_reads.end(), reads.ranges.begin(), reads.ranges.end());
+    reads.ranges.clear();
+    reads.compacted = 0;
   }
   compact(rt.previous_reads);
-  std::fill(rt.launch_reads_compacted.begin(), rt.launch_reads_compacted.end(), 0);
   rt.launch_allows_next = false;
   rt.previous_kernel = shape.kernel_name;
 }
@@ -679,7 +684,7 @@ void launch(const LaunchShape& shape, const std::function<void()>& thread_body) 
       abort_program(prog);
       rt.program = nullptr;
       rt.current = nullptr;
-      finish_launch_writes(shape);
+      finish_launch_accesses(shape);
       std::rethrow_exception(error);
     }
     ++rt.totals.programs;
@@ -687,7 +692,7 @@ void launch(const LaunchShape& shape, const std::function<void()>& thread_body) 
     prog.threads.clear();
     rt.program = nullptr;
   }
-  finish_launch_writes(shape);
+  finish_launch_accesses(shape);
 }
 
 ThreadOrder thread_order() {
@@ -895,14 +900,11 @@ void global_access(const TensorInfo& tensor, const void* base, std::int64_t inde
                 " it and may still be running (launched overlapped)", at(where)));
   }
   if (write) {
-    record_range(rt.launch_writes, rt.launch_writes_compacted, begin, end);
+    record_range(rt.launch_writes, begin, end);
   } else if (rt.launch_allows_next) {  // the next launch may overlap these reads
     const auto id = static_cast<std::size_t>(tensor.tensor);
-    if (rt.launch_reads.size() <= id) {
-      rt.launch_reads.resize(id + 1);
-      rt.launch_reads_compacted.resize(id + 1, 0);
-    }
-    record_range(rt.launch_reads[id], rt.launch_reads_compacted[id], begin, end);
+    if (rt.launch_reads.size() <= id) rt.launch_reads.resize(id + 1);
+    record_range(rt.launch_reads[id], begin, end);
   }
   if (!write && rt.is_table[static_cast<std::size_t>(tensor.tensor)]) {
     TableReads& reads = rt.table_reads[static_cast<std::size_t>(rt.current->linear)];
