@@ -164,6 +164,9 @@ TEST_CASE("programs: exit codes as CORRECTNESS.md lists them, from the programs 
        "--workload: expected before the flags that change the workload, got after --batch"},
       {step03, "--no-gpu --workload small-batch --batch 1 --context 16", "", pa::exit_ok,
        "on 'small-batch (changed by --batch --context)'"},
+      // Flags whose names share words (--kv-dtype, --dtype), one given twice: each listed once, in order.
+      {step03, "--no-gpu --workload small-batch --kv-dtype same --dtype f16 --batch 1 --context 16 --dtype bf16", "",
+       pa::exit_ok, "on 'small-batch (changed by --kv-dtype --dtype --batch --context)'"},
       {step01, pa::cat("--quiet --json ", (dir / "no-such-folder" / "x.json").string()), "", pa::exit_fault,
        "step01_paged_cache: --json: cannot write"},
       // 2^20 + 1 tokens of one head at head dim 64: past what the emulator runs, and no GPU asked.
