@@ -631,6 +631,7 @@ struct KnobFlag {
 constexpr KnobFlag kKnobFlags[] = {
     {knob_threads, "--threads", "threads per program"},
     {knob_splits, "--splits", "context splits (0: the step chooses)"},
+    {knob_partition, "--partition", "tokens a split or portion covers (0: the step chooses)"},
     {knob_tile, "--tile", "tokens a thread group takes an iteration (1, 2 or 4)"},
     {knob_variant, "--variant", "ablations: 0 every idea, 1 to the last one left out (the step's page lists them)"},
 };
@@ -868,6 +869,7 @@ Flags parse_flags(int step, int argc, char** argv, std::string_view own_flags) {
       else throw_argument("flags", flag, "hnd or nhd", layout);
     } else if (flag == "--threads") expand(f.options, parse_list(flag, value()), &KernelOptions::threads_per_block);
     else if (flag == "--splits") expand(f.options, parse_list(flag, value()), &KernelOptions::num_splits);
+    else if (flag == "--partition") expand(f.options, parse_list(flag, value()), &KernelOptions::partition_tokens);
     else if (flag == "--tile") expand(f.options, parse_list(flag, value()), &KernelOptions::tile_tokens);
     else if (flag == "--variant") expand(f.options, parse_list(flag, value()), &KernelOptions::variant);
     else if (flag == "--adversarial") f.adversarial = true;
@@ -894,6 +896,11 @@ Flags parse_flags(int step, int argc, char** argv, std::string_view own_flags) {
       if (list.find(flag) == std::string::npos) list += (list.empty() ? "" : " ") + flag;
     f.spec.name += cat(" (changed by ", list, ")");
   }
+  // Both set the split count, and the kernels would take --splits without a word.
+  for (const KernelOptions& o : f.options)
+    if (o.num_splits > 0 && o.partition_tokens > 0)
+      throw_argument("flags", "--partition", "0 where --splits is given (each sets the split count)",
+                     cat(o.partition_tokens, " beside --splits ", o.num_splits));
   if (f.spec.num_q_heads % f.spec.num_kv_heads != 0)
     throw_argument("flags", "--q-heads", cat("a multiple of --kv-heads (", f.spec.num_kv_heads, ": each KV head serves a whole group)"),
                    cat(f.spec.num_q_heads));
@@ -1006,6 +1013,7 @@ int kernel_step_main(int step, int argc, char** argv, std::string_view own_flags
         row.set("knobs_from", report.gpu_ran ? Json("gpu") : report.emulator_ran ? Json("emulator") : Json());
         row.set("threads_per_block", knob(knob_threads, &KernelOptions::threads_per_block));
         row.set("num_splits", knob(knob_splits, &KernelOptions::num_splits));
+        row.set("partition_tokens", knob(knob_partition, &KernelOptions::partition_tokens));
         row.set("tile_tokens", knob(knob_tile, &KernelOptions::tile_tokens));
         row.set("variant", knob(knob_variant, &KernelOptions::variant));
         // What a backend measured; null where it did not run (refused, faulted, skipped), so no

@@ -95,6 +95,10 @@ TEST_CASE("programs: 0 when every run matches, 2 for a bad flag or value", "[pro
   REQUIRE(run(3, {"--threads", "64"}) == 2);
   REQUIRE(run(10, {"--tile", "2"}) == 2);
   REQUIRE(run(9, {"--quiet", "--tile", "2"}) == 0);
+  // --partition sets what --splits sets another way: both at once is a bad flag, each alone runs.
+  REQUIRE(run(10, {"--splits", "2", "--partition", "64"}) == 2);
+  REQUIRE(run(10, {"--splits", "0,2", "--partition", "0,64"}) == 2);  // a sweep with a pair of both
+  REQUIRE(run(11, {"--quiet", "--partition", "32,64"}) == 0);
 }
 
 TEST_CASE("programs: every flag refuses a value that is not a number, negative or too large", "[programs]") {
@@ -103,7 +107,7 @@ TEST_CASE("programs: every flag refuses a value that is not a number, negative o
       INFO(flag << " '" << value << "'");
       REQUIRE(run(3, {flag, value}) == pa::exit_bad_argument);
     }
-  for (const char* flag : {"--threads", "--tile", "--splits", "--variant"})
+  for (const char* flag : {"--threads", "--tile", "--splits", "--partition", "--variant"})
     for (const char* value : {"x", "-5", "3000000000", "1,x", ""}) {
       INFO(flag << " '" << value << "'");
       REQUIRE(run(9, {flag, value}) == pa::exit_bad_argument);
@@ -344,6 +348,7 @@ TEST_CASE("programs: JSON records the knobs that ran and null for what did not r
   REQUIRE(text.find("\"threads_per_block\": 128") != std::string::npos);
   REQUIRE(text.find("\"knobs_from\": \"emulator\"") != std::string::npos);
   REQUIRE(text.find("\"tile_tokens\": null") != std::string::npos);  // a knob step 07 does not have
+  REQUIRE(text.find("\"partition_tokens\": 0,") != std::string::npos);  // a knob step 07 has, left to it
   // The GPU did not run (--no-gpu): its numbers are null, not zeros.
   for (const char* field : {"gpu_max_abs_error", "gpu_vs_emulator", "gpu_median_seconds", "gpu_gbps", "roof_gbps"}) {
     INFO(field);
@@ -353,7 +358,7 @@ TEST_CASE("programs: JSON records the knobs that ran and null for what did not r
 
   REQUIRE(run(3, {"--quiet", "--json", naive.string()}) == 0);  // no knobs at all
   const std::string plain = read_all(naive);
-  for (const char* field : {"threads_per_block", "num_splits", "tile_tokens", "variant"}) {
+  for (const char* field : {"threads_per_block", "num_splits", "partition_tokens", "tile_tokens", "variant"}) {
     INFO(field);
     REQUIRE(plain.find(pa::cat("\"", field, "\": null")) != std::string::npos);
   }
