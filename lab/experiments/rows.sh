@@ -1,7 +1,8 @@
 # Shared by the device calls of lab experiments from v127 on (sourced by their run.sh): the
 # machine's line and row(), which runs one step program with --runs $RUNS (default 30) and
 # prints its median from the program's JSON, its oracle check, and the plan line the program
-# printed, cut to what an experiment sets in PLAN_SED (a sed expression). The full output of
+# printed, cut to what an experiment sets in PLAN_SED (a sed expression); a sweep (a knob given a
+# list) prints a line a combination, with its splits and partition. The full output of
 # every row is appended to $OUT/$FULL (default full.txt). Needs B (the programs' folder) and OUT.
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 echo "start at $(date +%T)"
@@ -19,7 +20,9 @@ except Exception as e:
     print(f"{label:<26} {prog:<22} rc={rc} no json ({e})"); sys.exit()
 for r in d['results']:
     t = r['gpu_median_seconds']
-    print(f"{label:<26} {prog:<22} gpu {t*1e6 if t else float('nan'):7.2f} us  ok {r['ok']}  rc={rc}")
+    knobs = ''.join(f"  {name} {r[key]}" for name, key in (('splits', 'num_splits'), ('partition', 'partition_tokens'))
+                    if r.get(key))  # the knobs as they ran, where the step has them
+    print(f"{label:<26} {prog:<22} gpu {t*1e6 if t else float('nan'):7.2f} us  ok {r['ok']}  rc={rc}{knobs}")
 PY
   { echo "$o" | grep -m1 "launch on the GPU" || echo "$o" | grep -m1 "launch in the emulator"; } |
     sed -E "${PLAN_SED:-s/^ *launch ([^:]*): grid ([0-9]+ x [0-9]+ x [0-9]+).*/    \1: grid \2/}" | cut -c1-160

@@ -31,4 +31,10 @@ done
 # and ragged-skew 103.5 there):
 row "small-batch" step11_persistent --workload small-batch
 row "ragged-skew" step11_persistent --workload ragged-skew
+# Issue 18's two rows on this machine, with the knobs the pack's programs take: step 10's
+# small-batch against its split count (the plan's is 8), and mha-batch against step 09's.
+row "small-batch splits" step10_tensor_cores --workload small-batch --splits 4,6,7,8,9,10,12,16
+row "mha-batch" step10_tensor_cores --workload mha-batch
+row "mha-batch" step09_memory_pipeline --workload mha-batch
+row "mha-batch splits 2" step10_tensor_cores --workload mha-batch --splits 2
 echo "end at $(date +%T)"
