@@ -104,6 +104,8 @@ std::vector<RungChoice> choose_rungs(const DecodeProblem& problem, std::span<con
 DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, Backend backend,
                        const DeviceLimits& device) {
   validate(problem, kPlanDecode);
+  // Where there is no GPU, the rung's plan says why (CudaError with gpu::unavailable_reason).
+  if (backend == Backend::cuda && gpu::available()) gpu::require_process_device(kPlanDecode);
   // Bad lengths are the caller's, not a rung's refusal: checked here, before any rung is tried.
   if (!context_lens.empty()) validate_lengths(problem, context_lens, kPlanDecode);
   const std::vector<RungChoice> rungs = choose_rungs(problem, context_lens);
@@ -144,10 +146,16 @@ DecodePlan plan_decode(const DecodeProblem& problem, Backend backend) { return p
 void decode(const DecodePlan& plan, const DecodeView& view, void* stream) {
   // Checked here in the API's name: the problem, the pointers, the workspace, and (emulator)
   // the lengths and tables. A CUDA view's tables are device memory: the CUDA entry checks them
-  // on the device, without a wait (DecodeView::checked), so the host does not read them here.
+  // on the device, without a wait (DecodeView::checked), so the host does not read them here;
+  // in checked mode the host asks the driver where each pointer lives instead (a pointer the
+  // device cannot reach would fault and lose the process's CUDA context).
   DecodeView host_checks = view;
   if (plan.backend() == Backend::cuda) host_checks.checked = false;
   if (!begin_launch(host_checks, plan.launch_plan(), kDecode)) return;
+  if (plan.backend() == Backend::cuda) {
+    gpu::require_process_device(kDecode);
+    if (view.checked) gpu::require_device_pointers(view, kDecode);
+  }
   plan.kernel().launch(view, plan.launch_plan(), stream);
 }
 

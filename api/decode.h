@@ -80,7 +80,8 @@ class DecodePlan {
 /// tries the rungs of choose_rungs in order and keeps the first whose plan accepts it, with the
 /// knobs that rung's plan picks. Throws ArgumentError "pa::plan_decode: ..." for a problem no
 /// rung runs, carrying the first rung's message (which names the rung and the argument), and
-/// Error for Backend::cuda in a build without CUDA. Nothing is launched. For Backend::cuda it
+/// Error for Backend::cuda in a build without CUDA; ArgumentError too for a current CUDA device
+/// other than this process's (gpu::require_process_device). Nothing is launched. For Backend::cuda it
 /// allocates the checked mode's fault record, once a process, and a plan of steps 11 or 12 its
 /// work list in device memory, copied there before plan_decode returns (a synchronous copy, so
 /// not while a stream is being captured); that memory is freed with the plan.
@@ -108,12 +109,14 @@ DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_
 /// memory for the emulator, device memory for CUDA) and whose problem must be the plan's, with
 /// at least plan.workspace_bytes() of workspace (scratch: decodes that may run at the same time,
 /// on two streams, need one each). Throws ArgumentError "pa::decode: ..." naming the argument
-/// (view.problem, a null pointer, the workspace, an output overlapping an input); the rung's
-/// launch checks the view again, in its own name, which costs microseconds of host time.
+/// (view.problem, a null pointer, the workspace, an output overlapping an input, and on CUDA a
+/// current device other than the plan's); the rung's launch checks the view again, in its own
+/// name, which costs microseconds of host time.
 /// In checked mode (DecodeView::checked, the default) the context lengths and used block-table
 /// entries are checked too: in host memory before the launch on the emulator ("pa::decode: ..."),
 /// on the device on CUDA, where a bad one is raised with the rung's name at the host's next wait
-/// (gpu::synchronize, a download). On CUDA the call is asynchronous on \p stream (a
+/// (gpu::synchronize, a download); and on CUDA each pointer must be memory the device reaches
+/// (gpu::require_device_pointers: pageable host memory, or another device's, is refused). On CUDA the call is asynchronous on \p stream (a
 /// cudaStream_t; nullptr is the default stream), allocates nothing and waits for nothing, so a
 /// CUDA graph may capture it; on the emulator \p stream is ignored and the call returns when
 /// the output is written.

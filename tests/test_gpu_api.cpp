@@ -1,6 +1,9 @@
 // The entry point (api/decode.h) on the GPU: the plan for the device, decodes against the
-// oracle and the emulator, and the checked mode's refusal raised at the wait. Labelled gpu;
-// skipped, with the reason, where there is no device.
+// oracle and the emulator, the checked mode's refusal raised at the wait, and pointers the device
+// cannot read refused before the launch. Labelled gpu; skipped, with the reason, where there is
+// no device.
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -77,4 +80,31 @@ TEST_CASE("gpu api: decode refuses a view of another problem before launching", 
   REQUIRE(error_message([&] { pa::decode(plan, view, nullptr); }) ==
           pa::cat("pa::decode: view.problem: expected the problem the plan was made for, got ", pa::describe(other.problem),
                   " (the plan's: ", pa::describe(workload.problem), ")"));
+}
+
+TEST_CASE("gpu api: checked decode refuses host memory the device cannot read, naming the argument", "[gpu][api]") {
+  if (!pa::gpu::available()) PA_SKIP(pa::gpu::unavailable_reason());
+  const pa::gpu::DeviceInfo& info = pa::gpu::device_info();
+  if (info.pageable_memory_access) PA_SKIP(info.name + " reads pageable host memory (HMM or ATS): nothing to refuse");
+  const pa::Workload workload = pa::make_workload(api_specs(DType::bf16).front());
+  const pa::DecodePlan plan = pa::plan_decode(workload.problem, Backend::cuda);
+  pa::DeviceWorkload device(workload);
+  const pa::DecodeView good = device.view(plan.workspace_bytes());
+  std::vector<std::byte> host(std::max(workload.out_bytes(), plan.workspace_bytes()));
+  // One argument at a time pointed at pageable host memory: refused before anything is launched.
+  const auto refused = [&](const char* name, auto point_at_host) {
+    pa::DecodeView view = good;
+    point_at_host(view);
+    const std::string message = error_message([&] { pa::decode(plan, view, nullptr); });
+    INFO(name << ": " << message);
+    REQUIRE(message.starts_with(pa::cat("pa::decode: ", name, ": expected memory cuda:", info.ordinal, " reads and writes")));
+    REQUIRE(message.find("pageable host memory") != std::string::npos);
+  };
+  refused("query", [&](pa::DecodeView& view) { view.query = host.data(); });
+  refused("block_tables", [&](pa::DecodeView& view) { view.block_tables = workload.block_tables.data(); });
+  refused("out", [&](pa::DecodeView& view) { view.out = host.data(); });
+  refused("workspace", [&](pa::DecodeView& view) { view.workspace = host.data(); });
+  // The device's own memory passes, and the decode it launches runs.
+  REQUIRE(error_message([&] { pa::decode(plan, good, nullptr); }) == "");
+  REQUIRE(error_message([] { pa::gpu::synchronize("the api's decode"); }) == "");
 }

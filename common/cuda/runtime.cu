@@ -124,6 +124,7 @@ const DeviceInfo& device_info() {
     check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     DeviceInfo out;
     out.name = prop.name;
+    out.ordinal = device;
     out.compute_capability_major = prop.major;
     out.compute_capability_minor = prop.minor;
     cudaDriverGetVersion(&out.driver_version);
@@ -135,6 +136,8 @@ const DeviceInfo& device_info() {
       out.memory_clock_mhz = value / 1000.0;
     if (cudaDeviceGetAttribute(&value, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess)
       out.memory_bus_bits = value;
+    if (cudaDeviceGetAttribute(&value, cudaDevAttrPageableMemoryAccess, device) == cudaSuccess)
+      out.pageable_memory_access = value != 0;
     cudaGetLastError();  // an unreadable attribute is not an error worth keeping
     out.total_memory = prop.totalGlobalMem;
     DeviceLimits& l = out.limits;
@@ -152,6 +155,59 @@ const DeviceInfo& device_info() {
     return out;
   }();
   return info;
+}
+
+void require_process_device(std::string_view function) {
+  const int process = device_info().ordinal;
+  int current = 0;
+  check(cudaGetDevice(&current), "cudaGetDevice");
+  PA_REQUIRE(current == process, function, "the current CUDA device",
+             cat("cuda:", process, " (this process's device, current at its first plan: one device a process)"),
+             cat("cuda:", current));
+}
+
+namespace {
+/// Why this process's device (\p info) cannot read or write at \p pointer, \p name's; empty
+/// where it can.
+std::string unreachable(const void* pointer, const char* name, const DeviceInfo& info) {
+  cudaPointerAttributes attributes{};
+  check(cudaPointerGetAttributes(&attributes, pointer), cat("cudaPointerGetAttributes of ", name));
+  switch (attributes.type) {
+    case cudaMemoryTypeUnregistered:
+      if (info.pageable_memory_access) return "";
+      return cat(pointer, ", pageable host memory (not from cudaMalloc, cudaMallocManaged or cudaHostAlloc), which ",
+                 info.name, " cannot read");
+    case cudaMemoryTypeHost:  // the kernels take the pointer as it is: it must be the device's view too
+      if (attributes.devicePointer == pointer) return "";
+      return cat(pointer, ", pinned host memory the device sees at another address (",
+                 attributes.devicePointer, ": cudaHostGetDevicePointer)");
+    case cudaMemoryTypeDevice:
+      if (attributes.device == info.ordinal) return "";
+      return cat(pointer, ", memory of cuda:", attributes.device);
+    case cudaMemoryTypeManaged: return "";
+  }
+  return "";
+}
+}  // namespace
+
+void require_device_pointers(const DecodeView& view, std::string_view function) {
+  const DeviceInfo& info = device_info();
+  const struct {
+    const void* pointer;
+    const char* name;
+  } pointers[] = {{view.query, "query"},
+                  {view.key_cache, "key_cache"},
+                  {view.value_cache, "value_cache"},
+                  {view.block_tables, "block_tables"},
+                  {view.context_lens, "context_lens"},
+                  {view.out, "out"},
+                  {view.workspace, "workspace"}};
+  for (const auto& [pointer, name] : pointers) {
+    if (!pointer) continue;
+    const std::string why = unreachable(pointer, name, info);
+    PA_REQUIRE(why.empty(), function, name,
+               cat("memory cuda:", info.ordinal, " reads and writes (device, managed or mapped pinned host memory)"), why);
+  }
 }
 
 Buffer::Buffer(std::size_t bytes, std::string_view what) : bytes_(bytes), what_(what) {

@@ -22,6 +22,10 @@ inline bool available() { return unavailable_reason().empty(); }
 /// What the device is; every benchmark stamps its results with this.
 struct DeviceInfo {
   std::string name;
+  int ordinal = 0;          ///< the CUDA device index (cuda:N)
+  /// Whether the device's kernels may read pageable host memory (HMM or ATS:
+  /// cudaDevAttrPageableMemoryAccess), which require_device_pointers then lets through.
+  bool pageable_memory_access = false;
   int compute_capability_major = 0;
   int compute_capability_minor = 0;
   int driver_version = 0;   ///< e.g. 13000 for CUDA 13.0
@@ -32,8 +36,25 @@ struct DeviceInfo {
   std::size_t total_memory = 0;
   DeviceLimits limits;      ///< includes SM count, shared memory, L2 and datasheet bandwidth
 };
-/// The current device. Throws CudaError when unavailable() (with the reason).
+/// This process's device: the one current at the first call (one device a process: the limits a
+/// plan reads, the checked mode's fault record and a plan's tables are that device's). Throws
+/// CudaError when unavailable() (with the reason).
 const DeviceInfo& device_info();
+
+/// Refuses a current CUDA device other than this process's (device_info): ArgumentError naming
+/// \p function and both devices. A plan made or a kernel launched on another device would read
+/// this device's limits and memory. One cudaGetDevice (no call into the driver).
+void require_process_device(std::string_view function);
+
+/// Refuses a pointer of \p view that this process's device (device_info) cannot read or write:
+/// ArgumentError naming \p function and the argument (query, key_cache, value_cache,
+/// block_tables, context_lens, out, workspace). Device memory of this device, managed memory and
+/// pinned host memory the device sees at the same address pass (the kernels take each pointer
+/// as it is); pageable host memory passes only where the device reads it
+/// (DeviceInfo::pageable_memory_access); memory of another device does not.
+/// Null pointers are skipped (validate_view's to refuse). One cudaPointerGetAttributes a
+/// pointer; CudaError if one fails.
+void require_device_pointers(const DecodeView& view, std::string_view function);
 
 /// Device memory, freed on destruction; allocation failures throw CudaError naming \p what.
 class Buffer {

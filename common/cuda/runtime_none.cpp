@@ -16,6 +16,8 @@ namespace {
 }  // namespace
 
 const DeviceInfo& device_info() { no_cuda(); }
+void require_process_device(std::string_view) { no_cuda(); }
+void require_device_pointers(const DecodeView&, std::string_view) { no_cuda(); }
 Buffer::Buffer(std::size_t, std::string_view) { no_cuda(); }
 Buffer::Buffer(Buffer&&) noexcept = default;
 Buffer& Buffer::operator=(Buffer&&) noexcept = default;
