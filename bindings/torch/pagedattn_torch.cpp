@@ -197,7 +197,15 @@ pa::DecodePlan plan_on(const pa::DecodeProblem& problem, const py::object& given
       context_lens ? std::span<const std::int32_t>(*context_lens) : std::span<const std::int32_t>();
   if (device.is_cpu()) return pa::plan_decode(problem, lengths, pa::Backend::emulator);
   std::optional<c10::cuda::CUDAGuard> guard;
-  if (c10::cuda::device_count() > 0) guard.emplace(device.index());
+  if (c10::cuda::device_count() > 0 && pa::gpu::available()) {
+    guard.emplace(device.index());
+    // The process's device is the one current at its first plan (pa::gpu::device_info): this one,
+    // if it is the first.
+    const int process = pa::gpu::device_info().ordinal;
+    PA_REQUIRE(device.index() == process, kPlan, "device",
+               pa::cat("cuda:", process, " (this process's device, that of its first plan: one device a process)"),
+               device.str());
+  }
   return pa::plan_decode(problem, lengths, pa::Backend::cuda);
 }
 
@@ -218,7 +226,9 @@ class DecodePlan {
         // The scratch every decode with the plan uses (its front is the checked mode's), held as
         // long as the plan: a decode allocates nothing.
         workspace_(at::empty({static_cast<std::int64_t>(plan_.workspace_bytes())},
-                             at::TensorOptions().dtype(at::kByte).device(device_))) {}
+                             at::TensorOptions().dtype(at::kByte).device(device_))) {
+    if (device_.is_cuda()) workspace_stream_ = c10::cuda::getCurrentCUDAStream(device_.index());
+  }
 
   /// One decode step: writes and returns out[s][h] = softmax(q[s][h] · Kᵀ · scale) · V over the
   /// first context_lens[s] tokens of sequence s, read through its row of block_tables.
@@ -254,11 +264,17 @@ class DecodePlan {
     view.workspace = workspace_.data_ptr();
     view.workspace_bytes = plan_.workspace_bytes();
     view.checked = checked;
+    // What pa::decode checks first (an out overlapping an input), in this function's name.
+    pa::validate_view(view, plan_.workspace_bytes(), kDecode);
     if (device_.is_cpu()) {
       pa::decode(plan_, view);  // the emulator: returns when out is written
     } else {
       const c10::cuda::CUDAGuard guard(device_);
-      pa::decode(plan_, view, c10::cuda::getCurrentCUDAStream(device_.index()).stream());
+      const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(device_.index());
+      // The workspace was allocated on another stream: torch's allocator must not hand its memory
+      // out again, once the plan is gone, before this decode has finished on this stream.
+      if (stream != *workspace_stream_) workspace_.record_stream(stream);
+      pa::decode(plan_, view, stream.stream());
     }
     return result;
   }
@@ -289,6 +305,7 @@ class DecodePlan {
   std::vector<std::int64_t> cache_strides_;  // of key_cache and value_cache, in elements
   pa::DecodePlan plan_;
   at::Tensor workspace_;  // uint8 [plan_.workspace_bytes()] on device_
+  std::optional<c10::cuda::CUDAStream> workspace_stream_;  // the stream workspace_ was allocated on (CUDA)
 };
 
 }  // namespace
@@ -318,7 +335,8 @@ K/V are fp8).
 context_lens, the host copy of the batch's lengths (a sequence of ints or a CPU torch.int32
 tensor, one a sequence), plans with them: a ragged batch (the longest at least 1.5 times the mean)
 then gets step 11, whose work list is balanced for these lengths and right for any others.
-The plan holds its workspace: decodes with one plan must not run on two streams at once.)")
+The plan holds its workspace: decodes with one plan must not run on two streams at once (one
+after another on different streams is fine). One GPU a process: a plan for a second one is refused.)")
       .def(py::init<int, int, int, int, int, int, std::int64_t, at::ScalarType, std::optional<int>,
                     std::optional<double>, std::optional<std::vector<std::int64_t>>, std::optional<at::ScalarType>,
                     double, double, const py::object&, const py::object&>(),

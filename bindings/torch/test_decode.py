@@ -17,8 +17,8 @@ K/V the output type's tolerance, as its fp8 section says). As rule 1 asks, `out`
 decode, and every cache slot no table reaches (pages outside the tables, slots past a context's
 end) and every block-table entry past a row's used pages hold poison. Then: cache strides of
 another layout, a plan kept over several steps (16-bit K/V, planned with and without the lengths,
-and fp8 K/V), another CUDA stream, a CUDA graph, and the errors: each bad argument is refused with
-ArgumentError naming it.
+and fp8 K/V), another CUDA stream (and a decode queued there while its plan is deleted), a CUDA
+graph, and the errors: each bad argument is refused with ArgumentError naming it.
 
 A failure prints the shape and the command that runs that case alone. The last line is
 "N passed, N failed"; exit 0 when every check passed, 1 otherwise. --device cpu runs the emulator
@@ -384,7 +384,8 @@ def check_errors(pagedattn, device: torch.device, seed: int, results: Results):
     expect_error(results, "query not contiguous", decode_with(query=transposed), arg_error, "query.stride()")
     expect_error(results, "context_lens of int64", decode_with(context_lens=batch.context_lens.long()), arg_error,
                  "context_lens.dtype: expected torch.int32, got torch.int64")
-    expect_error(results, "out is query", decode_with(out=batch.query), arg_error, "out", "query")
+    expect_error(results, "out is query", decode_with(out=batch.query), arg_error,
+                 "pagedattn.DecodePlan.decode: out: expected memory disjoint from query")
     expect_error(results, "value_cache of other strides",
                  decode_with(value_cache=batch.value_cache.transpose(1, 2).contiguous().transpose(1, 2)), arg_error,
                  "value_cache.stride()")
@@ -532,6 +533,40 @@ def reuse_one_plan(pagedattn, case: Case, what: str, device: torch.device, seed:
         results.check(f"a CUDA graph{label} replayed on new queries", f"{type(error).__name__}: {error}")
 
 
+def check_workspace_stream(pagedattn, device: torch.device, seed: int, results: Results):
+    """A decode on a stream other than the one its plan was made on, the plan deleted while that
+    decode is still queued: the plan's workspace must not be free for torch to hand out again
+    until the decode has finished (the binding's record_stream), and the decode is right."""
+    if device.type != "cuda":
+        return
+    case = Case(-5, torch.bfloat16, 5, 4, 128, 16, [1, 15, 17, 37, 100])
+    batch = PagedBatch(case, device, seed)
+    plan = batch.plan(pagedattn, device)
+    workspace = plan.workspace.data_ptr()
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    scale, weights_in_storage_type = plan.scale, plan.weights_in_storage_type
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)  # about 0.1 s of spinning: the decode queues behind it
+        got = batch.decode(plan)
+    del plan  # the workspace goes back to torch's allocator while the decode waits
+    states = [block["state"] for segment in torch.cuda.memory_snapshot() for block in segment["blocks"]
+              if block["address"] == workspace]
+    queued = not side.query()
+    side.synchronize()
+    pagedattn.raise_table_fault()
+    if not queued:
+        failure = "the side stream had finished before the check: nothing was tested (sleep longer)"
+    elif states != ["active_pending_free"]:
+        failure = (f"the workspace's block is {states or 'not in the snapshot'} while the decode is queued "
+                   "(expected ['active_pending_free'])")
+    else:
+        failure = None
+    results.check("a decode on another stream keeps the workspace of a deleted plan until it finishes", failure)
+    exact, plain = references(batch, scale, weights_in_storage_type)
+    results.check("a decode on another stream, its plan deleted before it ran", compare(case, exact, plain, got))
+
+
 def check_graph(pagedattn, batch: PagedBatch, plan, device: torch.device, seed: int, results: Results,
                 label: str = ""):
     """The decode captured once in a CUDA graph, replayed on new queries written into its input."""
@@ -593,7 +628,8 @@ def main() -> int:
           + "; max |d| against SDPA rounded to the storage type: "
           + ", ".join(f"{dtype} {error:.1e}" for dtype, error in sorted(worst.items())))
     if args.case is None:
-        for name, check in (("plan reuse", check_plan_reuse), ("errors", check_errors)):
+        for name, check in (("plan reuse", check_plan_reuse), ("workspace stream", check_workspace_stream),
+                            ("errors", check_errors)):
             try:
                 check(pagedattn, device, args.seed, results)
             except Exception as error:  # noqa: BLE001: whatever stopped it is the failure reported
