@@ -109,6 +109,7 @@ void launch_checked_on_device(const DecodeView& view, const LaunchPlan& plan, vo
   unchecked.checked = false;
   // begin_launch first: the check kernel dereferences the pointers it vets.
   if (!begin_launch(unchecked, plan, inner.name)) return;
+  gpu::require_context(inner.name);  // after a device fault nothing launches (CATALOGUE R5)
   const std::size_t scratch = gpu::table_check_bytes(view.problem.num_seqs);
   PA_REQUIRE(plan.workspace_bytes >= scratch, inner.name, "plan.workspace_bytes",
              cat(">= ", scratch, " (the checked mode's scratch: a plan made by this entry)"), plan.workspace_bytes);

@@ -19,9 +19,54 @@
 namespace pa::gpu {
 namespace {
 
+std::mutex lost_mutex;
+std::string lost_to;  // the fault that lost the context (context_lost), first seen; guarded by lost_mutex
+
+/// Whether \p status leaves the context unable to run anything more: CUDA's sticky errors, whose
+/// documentation says the process must be terminated and relaunched.
+bool loses_context(cudaError_t status) {
+  switch (status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// The refusal of a call \p what after \p fault lost the context.
+std::string refusal(std::string_view what, const std::string& fault) {
+  return cat(what, ": refused: this process's CUDA context was lost to an earlier device fault (", fault,
+             "); nothing more runs on the GPU until the process is restarted");
+}
+
+/// Throws the CudaError of a failed CUDA call: \p what and the error's name and text, recording
+/// it where it loses the context (context_lost), or the refusal naming the earlier fault where the
+/// context was lost already.
+[[noreturn]] void raise_error(cudaError_t error, std::string_view what) {
+  const std::string message = cat(what, ": ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ")");
+  if (!loses_context(error)) throw CudaError(message);
+  std::string fault;
+  {
+    const std::lock_guard<std::mutex> lock(lost_mutex);
+    if (lost_to.empty()) lost_to = message;
+    else fault = lost_to;
+  }
+  if (!fault.empty()) throw CudaError(refusal(what, fault));  // the old fault, seen again
+  throw CudaError(cat(message, "; this process's CUDA context is lost: nothing more runs on the GPU until the process "
+                               "is restarted"));
+}
+
 void check(cudaError_t status, std::string_view what) {
-  if (status != cudaSuccess)
-    throw CudaError(cat(what, ": ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ")"));
+  if (status != cudaSuccess) raise_error(status, what);
 }
 
 // [roof]
@@ -109,6 +154,16 @@ std::string compute_reason() {
 }
 
 }  // namespace
+
+std::string context_lost() {
+  const std::lock_guard<std::mutex> lock(lost_mutex);
+  return lost_to;
+}
+
+void require_context(std::string_view what) {
+  const std::string fault = context_lost();
+  if (!fault.empty()) throw CudaError(refusal(what, fault));
+}
 
 const std::string& unavailable_reason() {
   static const std::string reason = compute_reason();
@@ -212,7 +267,12 @@ void require_device_pointers(const DecodeView& view, std::string_view function) 
 
 Buffer::Buffer(std::size_t bytes, std::string_view what) : bytes_(bytes), what_(what) {
   if (bytes == 0) return;
+  require_context(cat("cudaMalloc of ", bytes, " bytes for ", what));
   const cudaError_t status = cudaMalloc(&data_, bytes);
+  if (status != cudaSuccess && loses_context(status)) {
+    data_ = nullptr;
+    raise_error(status, cat("cudaMalloc of ", bytes, " bytes for ", what));
+  }
   if (status != cudaSuccess) {
     cudaGetLastError();
     std::size_t free_bytes = 0, total_bytes = 0;
@@ -273,6 +333,7 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
 }
 
 void synchronize(std::string_view what) {
+  require_context(cat("after ", what));
   check(cudaDeviceSynchronize(), cat("after ", what));
   check(cudaGetLastError(), cat("after ", what));
   raise_table_fault();

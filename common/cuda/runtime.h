@@ -98,6 +98,18 @@ class Event {
   void* event_ = nullptr;
 };
 
+/// The message of the device fault that lost this process's CUDA context, or empty while the
+/// context is usable (docs/design/CATALOGUE.md R5). After an illegal address, a trap, an
+/// illegal instruction and the like (CUDA's "sticky" errors), every later CUDA call fails with
+/// the same error until the process ends: the first such error is recorded here, and from then
+/// on every call of this runtime and every launch of a kernel entry (kernels/registry.cpp) is
+/// refused, naming it, instead of reporting the old fault as its own.
+std::string context_lost();
+
+/// Throws the refusal of context_lost (CudaError naming \p what and the fault) where the
+/// context is lost; returns otherwise.
+void require_context(std::string_view what);
+
 /// Waits for the device; a kernel fault surfaces here as CudaError naming \p what, and a table
 /// fault a checked launch recorded as its ArgumentError (raise_table_fault).
 void synchronize(std::string_view what);

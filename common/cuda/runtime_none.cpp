@@ -30,6 +30,8 @@ Event::~Event() = default;
 void Event::record(void*) { no_cuda(); }
 float Event::elapsed_ms(const Event&, const Event&) { no_cuda(); }
 void synchronize(std::string_view) { no_cuda(); }
+std::string context_lost() { return ""; }
+void require_context(std::string_view) {}
 void prepare_table_check() { no_cuda(); }
 const std::int32_t* check_tables_async(const DecodeView&, void*, const char*, void*) { no_cuda(); }
 void raise_table_fault() { no_cuda(); }
