@@ -237,7 +237,8 @@ TEST_CASE("step11: ragged-skew's plan spreads the long sequence over many progra
   REQUIRE(dynamic_cast<const s11::WorkListTables*>(blind.tables.get())->schedule.cuts.size() == 64 * 8);
 }
 
-TEST_CASE("step11: where the 512-token floor leaves too few programs, the plan fills toward 4 an SM, a tile or more each",
+TEST_CASE("step11: where the 512-token floor leaves too few programs, the plan fills: a program a (sequence, KV head) "
+          "where those are enough, else toward 4 an SM, a tile or more each",
           "[step11][step12]") {
   namespace s10 = pa::kernels_emu::step10;
   const pa::DeviceLimits h200 = pa::DeviceLimits::pretend_h200();
@@ -267,6 +268,21 @@ TEST_CASE("step11: where the 512-token floor leaves too few programs, the plan f
     CHECK(s10::few_programs(8 * 1024 / 512, floor_tiles, h200));
     // 16k: the floor's 256 programs are fewer than two an SM, with long chains.
     CHECK(schedule(step, 1, 16384).programs() == wave);
+    // 32 sequences of 128 tokens: the floor's 64 programs are too few, but the 256 (sequence, KV
+    // head) are enough (one an SM, chains under kLongChainTiles): a program each, nothing cut, as
+    // step 10 runs them in one split.
+    const s11::Schedule short_pairs = schedule(step, 32, 128);
+    CHECK(short_pairs.programs() == 32 * 8);
+    CHECK(short_pairs.cuts.empty());
+    CHECK(short_pairs.items.size() == 32 * 8);
+    // 16 of 128: 128 pairs, fewer than one an SM: the wave's fill, a tile each.
+    CHECK(schedule(step, 16, 128).programs() == 16 * 8 * 128 / tile);
+    // 32 of 256: 256 pairs of 256 / tile tiles (8 at tile 32), fewer than two an SM with chains
+    // of kLongChainTiles or more: the wave.
+    REQUIRE(256 / tile >= s10::kLongChainTiles);
+    CHECK(schedule(step, 32, 256).programs() == wave);
+    // 96 of 128: 768 pairs, more than the wave: the wave, as before (pairs cut in two).
+    CHECK(schedule(step, 96, 128).programs() == wave);
     // `long-single` and `small-batch`: the floor's 512 programs are enough (filled to 528, step
     // 12 lost 3%).
     CHECK(schedule(step, 1, 32768).programs() == 512);
