@@ -81,8 +81,8 @@ class DecodePlan {
 /// knobs that rung's plan picks. Throws ArgumentError "pa::plan_decode: ..." for a problem no
 /// rung runs, carrying the first rung's message (which names the rung and the argument), and
 /// Error for Backend::cuda in a build without CUDA; ArgumentError too for a current CUDA device
-/// other than this process's (gpu::require_process_device). Nothing is launched. For Backend::cuda it
-/// allocates the checked mode's fault record, once a process, and a plan of steps 11 or 12 its
+/// other than this process's (gpu::require_process_device). Nothing is launched. For
+/// Backend::cuda it allocates the checked mode's fault record, once a process, and a plan of steps 11 or 12 its
 /// work list in device memory, copied there before plan_decode returns (a synchronous copy, so
 /// not while a stream is being captured); that memory is freed with the plan.
 DecodePlan plan_decode(const DecodeProblem& problem, Backend backend, const DeviceLimits& device);
@@ -116,10 +116,11 @@ DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_
 /// entries are checked too: in host memory before the launch on the emulator ("pa::decode: ..."),
 /// on the device on CUDA, where a bad one is raised with the rung's name at the host's next wait
 /// (gpu::synchronize, a download); and on CUDA each pointer must be memory the device reaches
-/// (gpu::require_device_pointers: pageable host memory, or another device's, is refused). On CUDA the call is asynchronous on \p stream (a
-/// cudaStream_t; nullptr is the default stream), allocates nothing and waits for nothing, so a
-/// CUDA graph may capture it; on the emulator \p stream is ignored and the call returns when
-/// the output is written.
+/// (gpu::require_device_pointers: pageable host memory, or another device's, is refused; one
+/// driver query a pointer). On CUDA the call is asynchronous on \p stream (a cudaStream_t;
+/// nullptr is the default stream), allocates nothing and waits for nothing, so a CUDA graph may
+/// capture it; on the emulator \p stream is ignored and the call returns when the output is
+/// written.
 void decode(const DecodePlan& plan, const DecodeView& view, void* stream = nullptr);
 
 }  // namespace pa
