@@ -432,10 +432,12 @@ inline void check(const DecodeProblem& p, const KernelOptions& options, const ch
 /// Programs for \p lengths' tiles of \p tile tokens: as many as programs_for gives for the slots
 /// \p out's occupancy leaves (its resident_per_sm); but where those are too few for the machine
 /// (step10::few_programs), more, down to a tile each, as step 10 splits: a program a (sequence,
-/// KV head) where those alone are enough (step 10's one split, nothing cut or merged), else
-/// toward step10::kWavePrograms an SM. One sequence of 1k tokens (32 query heads over 8) ran
-/// 32.8 us in 16 programs and 9.9 in 256, of 16k 32.2 in 256 and 25.0 in 528; `long-single`'s 512
-/// programs of 16 tiles, filled to 528, lost 3% in step 12 (lab/perf-log.md, v119).
+/// KV head) where the pairs are equal in tiles and those alone are enough (step 10's one split,
+/// nothing cut or merged), else toward step10::kWavePrograms an SM. One sequence of 1k tokens
+/// (32 query heads over 8) ran 32.8 us in 16 programs and 9.9 in 256, of 16k 32.2 in 256 and 25.0
+/// in 528; `long-single`'s 512 programs of 16 tiles, filled to 528, lost 3% in step 12 (v119); 32
+/// sequences of 128 tokens ran 13.3 us in 256 whole pairs and 17.1 in 512 halves, 32 of 64 to 192
+/// tokens 18.2 in 256 programs (90 pairs cut) and 17.5 in 500 (an H100, v127; lab/perf-log.md).
 inline int programs_of(const LaunchPlan& out, const DecodeProblem& p, std::span<const std::int32_t> lengths, int tile,
                        const KernelOptions& options, const DeviceLimits& device) {
   const std::int64_t tiles = work_tiles(lengths, p.num_kv_heads, tile);
@@ -443,12 +445,20 @@ inline int programs_of(const LaunchPlan& out, const DecodeProblem& p, std::span<
   const int programs = programs_for(tiles, slots, tile, (step10::kMinTokensPerSplit + tile - 1) / tile, options);
   if (options.partition_tokens > 0 || !step10::few_programs(programs, (tiles + programs - 1) / programs, device))
     return programs;
-  // The pairs with tokens, and the fill: those pairs where they are enough programs, else the
-  // wave; wave_programs never exceeds the slots (at most kWavePrograms of resident_per_sm an SM).
-  const std::int64_t pairs =
-      std::count_if(lengths.begin(), lengths.end(), [](std::int32_t n) { return n > 0; }) * std::int64_t{p.num_kv_heads};
+  // The fill: a program a (sequence, KV head) with tokens where the pairs are equal in tiles and
+  // enough programs, so that every program has the same work and nothing is cut; else the wave
+  // (wave_programs never exceeds the slots: at most kWavePrograms of resident_per_sm an SM). A
+  // ragged batch of short pairs would have some cut and merged anyway, and runs faster cut finer.
+  std::int64_t seqs = 0;
+  std::int64_t least = std::numeric_limits<std::int64_t>::max(), most = 0;  // a pair's tiles
+  for (const std::int32_t n : lengths) {
+    if (n == 0) continue;
+    const std::int64_t pair_tiles = (n + tile - 1) / tile;
+    ++seqs, least = std::min(least, pair_tiles), most = std::max(most, pair_tiles);
+  }
+  const std::int64_t pairs = seqs * p.num_kv_heads;
   const std::int64_t wave = step10::wave_programs(out.resident_per_sm, device);
-  const bool whole_pairs = pairs > 0 && !step10::few_programs(pairs, (tiles + pairs - 1) / pairs, device);
+  const bool whole_pairs = pairs > 0 && least == most && !step10::few_programs(pairs, most, device);
   return static_cast<int>(std::max<std::int64_t>(programs, std::min(tiles, whole_pairs ? std::min(pairs, wave) : wave)));
 }
 

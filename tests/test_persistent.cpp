@@ -283,6 +283,17 @@ TEST_CASE("step11: where the 512-token floor leaves too few programs, the plan f
     CHECK(schedule(step, 32, 256).programs() == wave);
     // 96 of 128: 768 pairs, more than the wave: the wave, as before (pairs cut in two).
     CHECK(schedule(step, 96, 128).programs() == wave);
+    // 32 of 64 to 192 tokens (2 to 6 tiles a pair): enough pairs, but not equal: the wave's fill,
+    // a tile or two each, not a program a pair with some pairs cut anyway.
+    {
+      std::vector<std::int32_t> lengths;
+      for (int seq = 0; seq < 32; ++seq) lengths.push_back(64 + 32 * (seq % 5));
+      pa::DecodeProblem p = pa::make_problem(32, 32, 8, 128, 16, 192 / 16, 192, 32 * 192 / 16, DType::bf16);
+      p.fp8_kv = step == 12;
+      const pa::LaunchPlan plan = pa::kernel(step, Backend::emulator).plan_lengths(p, lengths, {}, h200);
+      INFO(plan.description);
+      CHECK(static_cast<std::int64_t>(plan.grid[0]) == wave);
+    }
     // `long-single` and `small-batch`: the floor's 512 programs are enough (filled to 528, step
     // 12 lost 3%).
     CHECK(schedule(step, 1, 32768).programs() == 512);
