@@ -98,7 +98,9 @@ struct LaunchPlan {
 std::string describe_launch(const LaunchPlan& plan);
 
 /// Pointers of one decode call, all on the backend's side (host memory for the emulator,
-/// device memory for CUDA). Shapes and the cache layout are in `problem`.
+/// device memory for CUDA: the kernel entries take that as given; the entry point's checked
+/// pa::decode asks the driver, gpu::require_device_pointers). Shapes and the cache layout are in
+/// `problem`.
 struct DecodeView {
   DecodeProblem problem;                       ///< the shapes; a launch refuses one that is not its plan's
   const void* query = nullptr;                 ///< [num_seqs][num_q_heads][head_dim], problem.dtype
