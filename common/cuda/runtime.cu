@@ -261,7 +261,9 @@ void require_device_pointers(const DecodeView& view, std::string_view function) 
     if (!pointer) continue;
     const std::string why = unreachable(pointer, name, info);
     PA_REQUIRE(why.empty(), function, name,
-               cat("memory cuda:", info.ordinal, " reads and writes (device, managed or mapped pinned host memory)"), why);
+               cat("memory cuda:", info.ordinal,
+                   " reads and writes (its device memory, managed memory, or pinned host memory at the same address)"),
+               why);
   }
 }
 
