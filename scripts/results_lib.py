@@ -164,6 +164,28 @@ def parse_checked_name(name: str) -> Optional[Tuple[int, str]]:
     return (int(match.group(1)), parts[2]) if match else None
 
 
+ENTRY_POINT = "entry_point"
+ENTRY_POINT_MODES = ("launch", "decode", "decode-checked")
+_RUNG_LABEL_RE = re.compile(r"^step (\d+)\b")
+
+
+def parse_entry_point_name(name: str) -> Optional[Tuple[str, str]]:
+    """`entry_point/gpu/<workload>/host/<mode>[/iterations:1/manual_time]` -> (workload, mode): the
+    host time of one call of the entry point on the GPU (steps/bench_entry_point.h), mode `launch`
+    (the rung's own launch), `decode` (pa::decode, checked mode off) or `decode-checked`."""
+    parts = [p for p in name.split("/") if p and ":" not in p and p not in ("manual_time", "real_time", "process_time")]
+    if (len(parts) == 5 and parts[0] == ENTRY_POINT and parts[1] == "gpu" and parts[3] == "host"
+            and parts[4] in ENTRY_POINT_MODES):
+        return parts[2], parts[4]
+    return None
+
+
+def rung_of_label(label: str) -> int:
+    """The rung an entry-point row ran, from its label (`step 10 (step10_tensor_cores)`); 0 if none."""
+    match = _RUNG_LABEL_RE.match(label or "")
+    return int(match.group(1)) if match else 0
+
+
 def variant_label(label: str) -> str:
     """What a variant leaves out, from its benchmark label (the plan's description ends with
     `; variant V: <what it leaves out>`)."""
@@ -212,6 +234,7 @@ class Run:
     variants: Dict[VariantKey, Result] = field(default_factory=dict)  # (step, workload, variant)
     variant_labels: Dict[Tuple[int, int], str] = field(default_factory=dict)  # (step, variant) -> what it leaves out
     checked: Dict[Tuple[int, str], Result] = field(default_factory=dict)  # (step, workload): checked mode on
+    entry_point: Dict[Tuple[str, str], Result] = field(default_factory=dict)  # (workload, mode): host µs a call
 
     @classmethod
     def from_json(cls, data: dict, path: Path) -> "Run":
@@ -222,6 +245,7 @@ class Run:
         variant_grouped: Dict[VariantKey, List[dict]] = {}
         labels: Dict[Tuple[int, int], str] = {}
         checked_grouped: Dict[Tuple[int, str], List[dict]] = {}
+        entry_grouped: Dict[Tuple[str, str], List[dict]] = {}
         for bench in data["benchmarks"]:
             if not isinstance(bench, dict):
                 continue
@@ -246,14 +270,20 @@ class Run:
             checked = parse_checked_name(str(name))
             if checked:
                 checked_grouped.setdefault(checked, []).append(bench)
+            entry = parse_entry_point_name(str(name))
+            if entry:
+                entry_grouped.setdefault(entry, []).append(bench)
         results = {key: _result_of(key, entries) for key, entries in grouped.items()}
         bare_results = {key: _result_of((0, BARE_READ, "gpu", key[0]), entries) for key, entries in bare_grouped.items()}
         variant_results = {key: _result_of((key[0], f"variant-{key[2]}", "gpu", key[1]), entries)
                            for key, entries in variant_grouped.items()}
         checked_results = {key: _result_of((key[0], "checked", "gpu", key[1]), entries)
                            for key, entries in checked_grouped.items()}
+        entry_results = {key: _result_of((rung_of_label(str(entries[0].get("label", ""))), ENTRY_POINT, "gpu", key[0]),
+                                         entries)
+                         for key, entries in entry_grouped.items()}
         return cls(path=Path(path), context=dict(data["context"]), results=results, bare=bare_results,
-                   variants=variant_results, variant_labels=labels, checked=checked_results)
+                   variants=variant_results, variant_labels=labels, checked=checked_results, entry_point=entry_results)
 
     # -- context ---------------------------------------------------------------------------------
     def ctx(self, key: str, default: str = "") -> str:
@@ -1314,6 +1344,8 @@ VALUE_FORMS = {
               "an error where it is not longer, since the text around it says so",
     "least": "STEP SWEEP: the lowest point of a shape sweep (group- or head-dim-) as % of the datasheet, "
              "and where: 89.7% (g = 32)",
+    "host-us": "MODE WORKLOAD: the host's time for one call of the entry point in µs (3.42; 12.3 from 10 µs), "
+               "MODE launch, decode or decode-checked (steps/bench_entry_point.h)",
     "run": "file, logs, rev, day or roof: the run's JSON, its logs folder, revision (7 digits), date, roof (GB/s)",
 }
 
@@ -1322,6 +1354,13 @@ def fmt_value_us(seconds: float) -> str:
     """Microseconds as prose quotes them: one decimal (37.7, 480.1), whole from 10000 µs."""
     us = seconds * 1e6
     return f"{us:.0f}" if us >= 9999.95 else f"{us:.1f}"
+
+
+def fmt_host_us(seconds: float) -> str:
+    """A host time of microseconds as prose quotes it: two decimals under 10 µs (3.42), else as
+    fmt_value_us (12.3)."""
+    us = seconds * 1e6
+    return f"{us:.2f}" if us < 9.995 else fmt_value_us(seconds)
 
 
 def value_text(ladder: Ladder, expr: str) -> str:
@@ -1351,6 +1390,17 @@ def value_text(ladder: Ladder, expr: str) -> str:
         if what == "roof" and run.roof_gbps:
             return fmt_gbps(run.roof_gbps)
         raise ValueError(f"value {expr!r}: expected run file, logs, rev, day or roof")
+
+    if form == "host-us":
+        mode, workload = words[1], words[2]
+        if mode not in ENTRY_POINT_MODES:
+            raise ValueError(f"value {expr!r}: expected a mode, one of {', '.join(ENTRY_POINT_MODES)}, got {mode!r}")
+        entry = run.entry_point.get((workload, mode))
+        if entry is None or not entry.ok or not entry.seconds:
+            state = "no row" if entry is None else f"a row that did not run ({entry.error})"
+            raise ValueError(f"value {expr!r}: {ladder.source_path(run)} has {state} for the entry point's {mode} "
+                             f"on {workload}")
+        return fmt_host_us(entry.seconds)
 
     def step_of(word: str) -> int:
         if not word.isdigit():

@@ -919,6 +919,76 @@ class CheckedCostTest(unittest.TestCase):
         self.assertEqual(check.returncode, 0, check.stderr)
 
 
+def entry_bench(mode, us, workload="small-batch", step=10, error=None):
+    """An `entry_point/gpu/<workload>/host/<mode>` row as bench_ladder writes it (steps/bench_entry_point.cpp)."""
+    name = f"entry_point/gpu/{workload}/host/{mode}/iterations:1/manual_time"
+    bench = {"name": name, "run_name": name, "run_type": "iteration", "family_index": 0,
+             "per_family_instance_index": 0, "repetitions": 1, "repetition_index": 0, "threads": 1,
+             "iterations": 1, "real_time": us, "cpu_time": 3000.0, "time_unit": "us", "host_us": us,
+             "rounds": 41, "calls_per_round": 64, "max_abs_error": 1e-3,
+             "label": f"step {step} (step{step:02d}_tensor_cores)"}
+    if error:
+        bench.update(error_occurred=True, error_message=error, real_time=0.0, host_us=0.0)
+    return bench
+
+
+class EntryPointTest(unittest.TestCase):
+    """The host cost of a call of the entry point (`entry_point/gpu/<workload>/host/<mode>`): kept
+    apart from the ladder's rows, which the tables read, so a run with them writes the same pages."""
+
+    def setUp(self):
+        self.tree = Tree()
+        self.entries = [entry_bench("launch", 3.4167), entry_bench("decode", 4.0), entry_bench("decode-checked", 12.345)]
+
+    def tearDown(self):
+        self.tree.close()
+
+    def test_names(self):
+        name = "entry_point/gpu/small-batch/host/decode-checked/iterations:1/manual_time"
+        self.assertEqual(rl.parse_entry_point_name(name), ("small-batch", "decode-checked"))
+        self.assertEqual(rl.parse_entry_point_name("entry_point/gpu/small-batch/host/launch"), ("small-batch", "launch"))
+        for parse in (rl.parse_name, rl.parse_variant_name, rl.parse_checked_name, rl.parse_bare_name):
+            self.assertIsNone(parse(name), parse.__name__)
+        self.assertIsNone(rl.parse_entry_point_name("entry_point/gpu/small-batch/host/checked"))
+        self.assertIsNone(rl.parse_entry_point_name("entry_point/gpu/small-batch/decode"))
+        self.assertIsNone(rl.parse_entry_point_name("step10_tensor_cores/gpu/small-batch/checked"))
+
+    def test_rows_are_indexed_by_workload_and_mode(self):
+        data = gpu_run()
+        data["benchmarks"] += self.entries + [entry_bench("decode", 0.0, workload="gqa-batch", error="refused: no")]
+        run = rl.Run.from_json(data, Path("x.json"))
+        self.assertEqual(sorted(run.entry_point), [("gqa-batch", "decode"), ("small-batch", "decode"),
+                                                   ("small-batch", "decode-checked"), ("small-batch", "launch")])
+        checked = run.entry_point[("small-batch", "decode-checked")]
+        self.assertAlmostEqual(checked.seconds, 12.345e-6)
+        self.assertEqual(checked.counter("host_us"), 12.345)
+        self.assertEqual(checked.step, 10)  # from the label
+        self.assertTrue(run.entry_point[("gqa-batch", "decode")].refused)
+        # The ladder's own rows are untouched: no step, workload or kind comes from them.
+        plain = rl.Run.from_json(gpu_run(), Path("y.json"))
+        self.assertEqual(run.results, plain.results)
+        self.assertEqual((run.bare, run.variants, run.checked), ({}, {}, {}))
+        self.assertEqual(rl.rung_of_label("no rung"), 0)
+
+    def test_the_script_writes_the_same_pages_with_them(self):
+        data = gpu_run()
+        data["benchmarks"] += self.entries
+        path = self.tree.write("h200.json", data)
+        result = self.tree.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with_rows = self.tree.text("README.md"), self.tree.text("steps/03_naive_decode/README.md")
+        path.write_text(json.dumps(gpu_run()), encoding="utf-8")
+        check = self.tree.run_script("--check")
+        self.assertEqual(check.returncode, 0, check.stderr)
+        self.assertEqual((self.tree.text("README.md"), self.tree.text("steps/03_naive_decode/README.md")), with_rows)
+
+    def test_host_microseconds(self):
+        self.assertEqual(rl.fmt_host_us(3.4167e-6), "3.42")
+        self.assertEqual(rl.fmt_host_us(0.804e-6), "0.80")
+        self.assertEqual(rl.fmt_host_us(9.996e-6), "10.0")
+        self.assertEqual(rl.fmt_host_us(12.345e-6), "12.3")
+
+
 class ValuesTest(unittest.TestCase):
     """Numbers in prose, `<!-- value:EXPR -->TEXT<!-- /value -->`: scripts/results writes TEXT from
     the GPU run, --check finds a stale one, and one that cannot be written is an error that names
@@ -929,6 +999,9 @@ class ValuesTest(unittest.TestCase):
         run = sweep_run()
         run["benchmarks"][0]["sm_mhz"] = 1838.0  # step 07 on gqa-batch
         run["benchmarks"].append(bare_bench("gqa-batch", rl.bare_pattern(9), 0.45, 4800.0))
+        run["benchmarks"] += [entry_bench("launch", 3.4167), entry_bench("decode", 4.0),
+                              entry_bench("decode-checked", 12.345),
+                              entry_bench("decode", 0.0, workload="gqa-batch", error="refused: no rung runs it")]
         self.tree.write("nvidia-h200-20261130-abc1234.json", run)
         (self.tree.root / "docs" / "pages").mkdir(parents=True)
 
@@ -944,6 +1017,8 @@ class ValuesTest(unittest.TestCase):
                  "clock 07 gqa-batch": "1838", "ratio 09 gqa-batch 07 gqa-batch": "2.00×",
                  "slower 07 gqa-batch 09 gqa-batch": "100.0%", "slower 09 gqa-batch 09 gqa-batch": "0.0%",
                  "least 09 group-": "50.0% (g = 64)", "least 08 group-": "65.0% (g = 1)",
+                 "host-us launch small-batch": "3.42", "host-us decode small-batch": "4.00",
+                 "host-us decode-checked small-batch": "12.3",
                  "run rev": "abc1234", "run day": "2026-11-30", "run roof": "4570",
                  "run file": "docs/results/nvidia-h200-20261130-abc1234.json",
                  "run logs": "docs/results/nvidia-h200-20261130-abc1234/"}
@@ -978,6 +1053,15 @@ class ValuesTest(unittest.TestCase):
             "<!-- value:ms 09 gqa-batch -->x<!-- /value -->": "unknown value 'ms 09 gqa-batch'",
             "<!-- value:least 09 single- -->x<!-- /value -->": "expected a sweep with a target, one of group-, head-dim-",
             "<!-- value:run commit -->x<!-- /value -->": "expected run file, logs, rev, day or roof",
+            "<!-- value:host-us decode mha-batch -->x<!-- /value -->":
+                "has no row for the entry point's decode on mha-batch",
+            "<!-- value:host-us launch gqa-batch -->x<!-- /value -->":
+                "has no row for the entry point's launch on gqa-batch",
+            "<!-- value:host-us decode gqa-batch -->x<!-- /value -->":
+                "a row that did not run (refused: no rung runs it) for the entry point's decode on gqa-batch",
+            "<!-- value:host-us checked small-batch -->x<!-- /value -->":
+                "expected a mode, one of launch, decode, decode-checked, got 'checked'",
+            "<!-- value:host-us small-batch -->x<!-- /value -->": "expected host-us MODE WORKLOAD, got 1 word(s)",
             "<!-- value:us 09 gqa-batch -->500.0": "a value marker without its pair",
             "<!-- value:us 09 gqa-batch -->500\n.0<!-- /value -->": "with a line break or markup inside",
         }
