@@ -104,35 +104,6 @@ bool is_shape_sweep(const std::string& name) {
   return number_after(name, "group-") > 0 || number_after(name, "head-dim-") > 0 || number_after(name, "single-") > 0;
 }
 
-/// A workload, built once per process and kept on the host and the device.
-struct Cached {
-  Workload host;
-  std::unique_ptr<DeviceWorkload> device;
-  OracleRows oracle;  // on sampled sequences, computed once for every step
-};
-/// The workload \p name, built on first use. The named workloads and the context sweep stay
-/// for the whole process (every step uses them: about 14 GB on the host and as much on the
-/// device). A shape sweep's point (up to 4.3 GB of K/V) is used only by its own
-/// few rows, which register_shape_sweeps registers next to each other: it is dropped when the
-/// next point is built, so at most one is held at a time.
-Cached& cached(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<Cached>> cache;
-  static std::string shape_point;  // the shape sweep's point held now ("" for none)
-  auto& slot = cache[name];
-  if (!slot) {
-    if (is_shape_sweep(name)) {
-      if (!shape_point.empty() && shape_point != name) cache.erase(shape_point);  // freed before the next is built
-      shape_point = name;
-    }
-    auto built = std::make_unique<Cached>();
-    built->host = make_workload(spec_of(name));
-    built->device = std::make_unique<DeviceWorkload>(built->host);
-    built->oracle = oracle_rows(built->host, sample_sequences(built->host));
-    slot = std::move(built);
-  }
-  return *slot;
-}
-
 /// The bandwidth counters of a GPU row: \p bytes moved in \p seconds, against the roof measured
 /// at start-up and the datasheet (the step rows and the bare reads report the same ones).
 void set_bandwidth_counters(benchmark::State& state, double bytes, double seconds) {
@@ -301,6 +272,24 @@ void register_gpu(const std::string& bench_name, int step, const std::string& wo
 }
 
 }  // namespace
+
+Cached& cached(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Cached>> cache;
+  static std::string shape_point;  // the shape sweep's point held now ("" for none)
+  auto& slot = cache[name];
+  if (!slot) {
+    if (is_shape_sweep(name)) {
+      if (!shape_point.empty() && shape_point != name) cache.erase(shape_point);  // freed before the next is built
+      shape_point = name;
+    }
+    auto built = std::make_unique<Cached>();
+    built->host = make_workload(spec_of(name));
+    built->device = std::make_unique<DeviceWorkload>(built->host);
+    built->oracle = oracle_rows(built->host, sample_sequences(built->host));
+    slot = std::move(built);
+  }
+  return *slot;
+}
 
 void register_step(int step) {
   const std::string name = kernel(step, Backend::emulator).name;

@@ -25,7 +25,11 @@
 ///    workload (same heads, dim, page; two sequences of at most 256 tokens), scaled to the
 ///    full workload's tokens: the step's predicted bytes, whose time at the roof is its floor.
 
+#include <memory>
+#include <string>
 #include <vector>
+
+#include "harness/harness.h"
 
 namespace pa::bench {
 
@@ -49,6 +53,20 @@ void register_shape_sweeps(const std::vector<int>& steps);
 /// query head of its group (steps 03-07). The fastest of a few chunk sizes and thread counts;
 /// counters as for the steps. `bench_ladder` registers them after the steps.
 void register_bare_reads();
+
+/// A workload, built once per process and kept on the host and the device.
+struct Cached {
+  Workload host;
+  std::unique_ptr<DeviceWorkload> device;
+  OracleRows oracle;  // on sampled sequences, computed once for every step
+};
+/// The workload \p name, built on first use: what every GPU row of the process times (the step
+/// rows, the bare reads, bench_ladder's entry-point rows). The named workloads and the context
+/// sweep stay for the whole process (every step uses them: about 14 GB on the host and as much on
+/// the device). A shape sweep's point (up to 4.3 GB of K/V) is used only by its own
+/// few rows, which register_shape_sweeps registers next to each other: it is dropped when the
+/// next point is built, so at most one is held at a time.
+Cached& cached(const std::string& name);
 
 /// Runs the registered benchmarks: measures the roof first when a GPU is present and stamps
 /// the JSON context with the hardware, the roof and the git revision.

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "api/decode.h"
 #include "common/error.h"
+#include "harness/bench.h"
 #include "harness/harness.h"
 #include "kernels/registry.h"
 
@@ -28,23 +28,6 @@ const std::vector<std::string> kModes = {"launch", "decode", "decode-checked"};
 /// A row's median is taken over kRounds rounds of kCallsPerRound calls.
 constexpr int kRounds = 41;
 constexpr int kCallsPerRound = 64;
-
-/// The workload, built on first use and kept for the three rows.
-struct EntryWorkload {
-  Workload host;
-  std::unique_ptr<DeviceWorkload> device;
-  OracleRows oracle;  // on sampled sequences, as the step rows check theirs
-};
-EntryWorkload& entry_workload() {
-  static std::unique_ptr<EntryWorkload> built;
-  if (!built) {
-    built = std::make_unique<EntryWorkload>();
-    built->host = make_workload(named_spec(kWorkload));
-    built->device = std::make_unique<DeviceWorkload>(built->host);
-    built->oracle = oracle_rows(built->host, sample_sequences(built->host));
-  }
-  return *built;
-}
 
 /// The host time of one \p call, in seconds: the median over kRounds rounds of a round's mean,
 /// each round kCallsPerRound calls timed by the host's clock from the first call to the return
@@ -71,7 +54,7 @@ double host_seconds_a_call(const Call& call) {
 }
 
 void entry_point_benchmark(benchmark::State& state, const std::string& mode) {
-  EntryWorkload& w = entry_workload();
+  Cached& w = cached(kWorkload);  // the step rows' copy of the workload, built once a process
   std::optional<DecodePlan> plan;
   try {
     plan.emplace(plan_decode(w.host.problem, Backend::cuda));
