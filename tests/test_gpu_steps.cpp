@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <thread>
+#include <vector>
 
 #include "tests/step_checks.h"
 #include "tests/test_util.h"
@@ -388,6 +391,26 @@ TEST_CASE("gpu: a bare read times real reads and refuses bad arguments", "[gpu]"
   PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, 100, 1, 128, 1), pa::ArgumentError, "chunk_bytes");
   PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, chunk, 0, 128, 1), pa::ArgumentError, "readers");
   PA_REQUIRE_THROWS_AS_WITH(pa::gpu::time_bare_read_ms(bytes, chunk, 1, 100, 1), pa::ArgumentError, "threads");
+}
+
+TEST_CASE("gpu: a word fill sets every word and continues the pattern into a short tail", "[gpu]") {
+  // The harness poisons out and the workspace with it (words of 0x7fffffff) before every run.
+  if (const std::string why = no_gpu_reason(); !why.empty()) PA_SKIP(why);
+  const std::uint32_t word = 0x7fffffffu;
+  unsigned char pattern[4];
+  std::memcpy(pattern, &word, sizeof word);
+  // No tail, tails of 1 to 3 bytes, and more words than the fill's grid covers in one pass.
+  for (const std::size_t bytes : {std::size_t{4}, std::size_t{5}, std::size_t{6}, std::size_t{7},
+                                  std::size_t{4} * 4096 * 256 * 3 + 2}) {
+    pa::gpu::Buffer buffer(bytes, "word fill");
+    buffer.fill(0x00);
+    buffer.fill_words(word);
+    std::vector<unsigned char> back(bytes);
+    buffer.download(back.data(), bytes);
+    for (std::size_t i = 0; i < bytes; ++i)
+      if (back[i] != pattern[i % 4])
+        FAIL(pa::cat("buffer of ", bytes, " bytes: byte ", i, " is ", int{back[i]}, ", expected ", int{pattern[i % 4]}));
+  }
 }
 
 TEST_CASE("gpu: out of device memory names the buffer and the bytes, and is not sticky", "[gpu]") {

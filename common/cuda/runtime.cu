@@ -69,6 +69,12 @@ void check(cudaError_t status, std::string_view what) {
   if (status != cudaSuccess) raise_error(status, what);
 }
 
+/// Buffer::fill_words: \p word in each of \p count words (cudaMemset sets bytes only).
+__global__ void fill_u32(std::uint32_t* words, std::size_t count, std::uint32_t word) {
+  for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count; i += std::size_t{gridDim.x} * blockDim.x)
+    words[i] = word;
+}
+
 // [roof]
 /// The roof: every thread streams 16-byte loads over the buffer, four independent loads in
 /// flight per iteration, and folds them into one word so the loads cannot be optimised away.
@@ -312,6 +318,16 @@ void Buffer::download(void* host, std::size_t bytes) const {
 }
 void Buffer::fill(unsigned char byte) {
   if (bytes_) check(cudaMemset(data_, byte, bytes_), cat("fill of ", what_));
+}
+void Buffer::fill_words(std::uint32_t word) {
+  const std::size_t words = bytes_ / sizeof word;
+  if (words > 0) {
+    const auto blocks = static_cast<unsigned>(std::min<std::size_t>((words + 255) / 256, std::size_t{4096}));
+    fill_u32<<<blocks, 256>>>(static_cast<std::uint32_t*>(data_), words, word);
+    check(cudaGetLastError(), cat("launch of the word fill of ", what_));
+  }
+  if (const std::size_t tail = bytes_ - words * sizeof word; tail > 0)  // the pattern's first bytes
+    upload(&word, tail, words * sizeof word);
 }
 
 Event::Event() {

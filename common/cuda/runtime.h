@@ -75,6 +75,11 @@ class Buffer {
   void download(void* host, std::size_t bytes) const;
   /// Sets every byte (0xff makes NaN of every float type, -1 of ints: the poison).
   void fill(unsigned char byte);
+  /// Sets every whole 4-byte word to \p word and the bytes after the last one to its first
+  /// bytes (its pattern, continued), on the device, ordered on the default stream as fill's
+  /// memset is: no host copy of the buffer, whose upload from pageable memory ran at about
+  /// 1 GB/s on the GPU machines (lab v130).
+  void fill_words(std::uint32_t word);
 
  private:
   void* data_ = nullptr;

@@ -25,6 +25,7 @@ Buffer::~Buffer() = default;
 void Buffer::upload(const void*, std::size_t, std::size_t) { no_cuda(); }
 void Buffer::download(void*, std::size_t) const { no_cuda(); }
 void Buffer::fill(unsigned char) { no_cuda(); }
+void Buffer::fill_words(std::uint32_t) { no_cuda(); }
 Event::Event() { no_cuda(); }
 Event::~Event() = default;
 void Event::record(void*) { no_cuda(); }
