@@ -543,8 +543,6 @@ inline void require_16_bit(const DecodeProblem& p, const char* kernel) {
              "bf16 or f16 (tensor cores multiply 16-bit inputs here; f32 runs on step 09)", dtype_name(p.dtype));
 }
 
-/// A tensor-core rung's plan as far as its program decides it: the warps for \p p (refused, naming
-/// \p kernel, past 32), threads, shared memory, and the programs one SM holds of the kernel that
 /// Refuses a tensor-core program that fits no SM of \p device, naming what sets its size: the
 /// group and the head dim (its warps and shared memory follow from them; no knob changes them).
 inline void require_program_fits(const LaunchPlan& plan, const DeviceLimits& device, const char* kernel) {
@@ -555,6 +553,8 @@ inline void require_program_fits(const LaunchPlan& plan, const DeviceLimits& dev
                  plan.shared_bytes, " B shared memory"));
 }
 
+/// A tensor-core rung's plan as far as its program decides it: the warps for \p p (refused, naming
+/// \p kernel, past 32), threads, shared memory, and the programs one SM holds of the kernel that
 /// `with(p, f)` hands `f` as with_kernel does (the occupancy calculator; refused when none fits).
 template <class With>
 LaunchPlan program_plan(const DecodeProblem& p, const KernelOptions& options, const DeviceLimits& device,
