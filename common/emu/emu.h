@@ -308,7 +308,7 @@ void shared_access(SharedArray& array, std::int64_t index, bool write, std::sour
 
 /// Faults unless element \p index of \p array starts a naturally aligned access of \p bytes
 /// (a vector load, an ldmatrix row): on a GPU a misaligned shared address is an error. Checked
-/// from the array's start, which PA_DYNAMIC_SHARED aligns to 16 bytes on the GPU.
+/// from the array's start, which PA_SHARED and PA_DYNAMIC_SHARED align to 16 bytes on the GPU.
 void require_shared_alignment(const SharedArray& array, std::int64_t index, int bytes, std::source_location where);
 
 /// An index into a shared array together with the place in the kernel that uses it: `shared[i]`

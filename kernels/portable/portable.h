@@ -49,7 +49,10 @@
 #define PA_UNROLL _Pragma("unroll")
 #define PA_UNROLL_BY(n) _Pragma(PA_STRINGIFY(unroll n))
 #define PA_STRINGIFY(x) #x
-#define PA_SHARED(T, name, count) __shared__ T name[count]
+// 16-byte aligned, as the dynamic array is: the emulator checks a vector or ldmatrix access's
+// alignment from an array's start (emu::require_shared_alignment), which holds on the GPU only
+// where the array starts on a 16-byte boundary (a plain `__shared__ float` array need not).
+#define PA_SHARED(T, name, count) __shared__ __align__(16) T name[count]
 #define PA_DYNAMIC_SHARED(T, name)                                      \
   extern __shared__ __align__(16) unsigned char pa_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(pa_dynamic_shared_)
