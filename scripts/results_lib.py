@@ -165,14 +165,15 @@ def parse_checked_name(name: str) -> Optional[Tuple[int, str]]:
 
 
 ENTRY_POINT = "entry_point"
-ENTRY_POINT_MODES = ("launch", "decode", "decode-checked")
+ENTRY_POINT_MODES = ("empty-kernels", "launch", "decode", "decode-checked")
 _RUNG_LABEL_RE = re.compile(r"^step (\d+)\b")
 
 
 def parse_entry_point_name(name: str) -> Optional[Tuple[str, str]]:
     """`entry_point/gpu/<workload>/host/<mode>[/iterations:1/manual_time]` -> (workload, mode): the
     host time of one call of the entry point on the GPU (steps/bench_entry_point.h), mode `launch`
-    (the rung's own launch), `decode` (pa::decode, checked mode off) or `decode-checked`."""
+    (the rung's own launch), `decode` (pa::decode, checked mode off) or `decode-checked`; or of
+    the floor under them, `empty-kernels` (two launches of a kernel that does nothing)."""
     parts = [p for p in name.split("/") if p and ":" not in p and p not in ("manual_time", "real_time", "process_time")]
     if (len(parts) == 5 and parts[0] == ENTRY_POINT and parts[1] == "gpu" and parts[3] == "host"
             and parts[4] in ENTRY_POINT_MODES):
@@ -1345,7 +1346,7 @@ VALUE_FORMS = {
     "least": "STEP SWEEP: the lowest point of a shape sweep (group- or head-dim-) as % of the datasheet, "
              "and where: 89.7% (g = 32)",
     "host-us": "MODE WORKLOAD: the host's time for one call of the entry point in µs (3.42; 12.3 from 10 µs), "
-               "MODE launch, decode or decode-checked (steps/bench_entry_point.h)",
+               "MODE empty-kernels, launch, decode or decode-checked (steps/bench_entry_point.h)",
     "run": "file, logs, rev, day or roof: the run's JSON, its logs folder, revision (7 digits), date, roof (GB/s)",
 }
 

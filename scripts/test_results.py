@@ -926,7 +926,7 @@ def entry_bench(mode, us, workload="small-batch", step=10, error=None):
              "per_family_instance_index": 0, "repetitions": 1, "repetition_index": 0, "threads": 1,
              "iterations": 1, "real_time": us, "cpu_time": 3000.0, "time_unit": "us", "host_us": us,
              "rounds": 41, "calls_per_round": 64, "max_abs_error": 1e-3,
-             "label": f"step {step} (step{step:02d}_tensor_cores)"}
+             "label": f"step {step} (step{step:02d}_tensor_cores)" if step else "two launches of an empty kernel"}
     if error:
         bench.update(error_occurred=True, error_message=error, real_time=0.0, host_us=0.0)
     return bench
@@ -949,6 +949,8 @@ class EntryPointTest(unittest.TestCase):
         self.assertEqual(rl.parse_entry_point_name("entry_point/gpu/small-batch/host/launch"), ("small-batch", "launch"))
         for parse in (rl.parse_name, rl.parse_variant_name, rl.parse_checked_name, rl.parse_bare_name):
             self.assertIsNone(parse(name), parse.__name__)
+        self.assertEqual(rl.parse_entry_point_name("entry_point/gpu/small-batch/host/empty-kernels"),
+                         ("small-batch", "empty-kernels"))
         self.assertIsNone(rl.parse_entry_point_name("entry_point/gpu/small-batch/host/checked"))
         self.assertIsNone(rl.parse_entry_point_name("entry_point/gpu/small-batch/decode"))
         self.assertIsNone(rl.parse_entry_point_name("step10_tensor_cores/gpu/small-batch/checked"))
@@ -969,6 +971,9 @@ class EntryPointTest(unittest.TestCase):
         self.assertEqual(run.results, plain.results)
         self.assertEqual((run.bare, run.variants, run.checked), ({}, {}, {}))
         self.assertEqual(rl.rung_of_label("no rung"), 0)
+        floor = rl.Run.from_json({**data, "benchmarks": data["benchmarks"] + [entry_bench("empty-kernels", 2.0, step=None)]},
+                                 Path("z.json")).entry_point[("small-batch", "empty-kernels")]
+        self.assertEqual((floor.step, floor.seconds), (0, 2.0e-6))  # no rung ran it
 
     def test_the_script_writes_the_same_pages_with_them(self):
         data = gpu_run()
@@ -1000,7 +1005,7 @@ class ValuesTest(unittest.TestCase):
         run["benchmarks"][0]["sm_mhz"] = 1838.0  # step 07 on gqa-batch
         run["benchmarks"].append(bare_bench("gqa-batch", rl.bare_pattern(9), 0.45, 4800.0))
         run["benchmarks"] += [entry_bench("launch", 3.4167), entry_bench("decode", 4.0),
-                              entry_bench("decode-checked", 12.345),
+                              entry_bench("decode-checked", 12.345), entry_bench("empty-kernels", 2.05, step=None),
                               entry_bench("decode", 0.0, workload="gqa-batch", error="refused: no rung runs it")]
         self.tree.write("nvidia-h200-20261130-abc1234.json", run)
         (self.tree.root / "docs" / "pages").mkdir(parents=True)
@@ -1018,7 +1023,7 @@ class ValuesTest(unittest.TestCase):
                  "slower 07 gqa-batch 09 gqa-batch": "100.0%", "slower 09 gqa-batch 09 gqa-batch": "0.0%",
                  "least 09 group-": "50.0% (g = 64)", "least 08 group-": "65.0% (g = 1)",
                  "host-us launch small-batch": "3.42", "host-us decode small-batch": "4.00",
-                 "host-us decode-checked small-batch": "12.3",
+                 "host-us decode-checked small-batch": "12.3", "host-us empty-kernels small-batch": "2.05",
                  "run rev": "abc1234", "run day": "2026-11-30", "run roof": "4570",
                  "run file": "docs/results/nvidia-h200-20261130-abc1234.json",
                  "run logs": "docs/results/nvidia-h200-20261130-abc1234/"}
@@ -1060,7 +1065,7 @@ class ValuesTest(unittest.TestCase):
             "<!-- value:host-us decode gqa-batch -->x<!-- /value -->":
                 "a row that did not run (refused: no rung runs it) for the entry point's decode on gqa-batch",
             "<!-- value:host-us checked small-batch -->x<!-- /value -->":
-                "expected a mode, one of launch, decode, decode-checked, got 'checked'",
+                "expected a mode, one of empty-kernels, launch, decode, decode-checked, got 'checked'",
             "<!-- value:host-us small-batch -->x<!-- /value -->": "expected host-us MODE WORKLOAD, got 1 word(s)",
             "<!-- value:us 09 gqa-batch -->500.0": "a value marker without its pair",
             "<!-- value:us 09 gqa-batch -->500\n.0<!-- /value -->": "with a line break or markup inside",

@@ -23,7 +23,7 @@ namespace {
 /// weighs most there.
 constexpr const char* kWorkload = "small-batch";
 /// What the rows call, by the last part of their name (bench_entry_point.h).
-const std::vector<std::string> kModes = {"launch", "decode", "decode-checked"};
+const std::vector<std::string> kModes = {"empty-kernels", "launch", "decode", "decode-checked"};
 
 /// A row's median is taken over kRounds rounds of kCallsPerRound calls.
 constexpr int kRounds = 41;
@@ -53,7 +53,26 @@ double host_seconds_a_call(const Call& call) {
   return means[kRounds / 2];
 }
 
+/// The floor under the rows: two launches of a kernel that does nothing, the second overlapped,
+/// as the rung launches its split kernel and its merge on kWorkload.
+void empty_kernels_benchmark(benchmark::State& state) {
+  const auto call = [] {
+    gpu::launch_empty_kernel(false, nullptr);
+    gpu::launch_empty_kernel(true, nullptr);
+  };
+  double seconds = 0;
+  for (auto _ : state) {
+    seconds = host_seconds_a_call(call);
+    state.SetIterationTime(seconds);
+  }
+  state.counters["host_us"] = seconds * 1e6;
+  state.counters["rounds"] = kRounds;
+  state.counters["calls_per_round"] = kCallsPerRound;
+  state.SetLabel("two launches of an empty kernel, the second overlapped (nothing to check)");
+}
+
 void entry_point_benchmark(benchmark::State& state, const std::string& mode) {
+  if (mode == "empty-kernels") return empty_kernels_benchmark(state);
   Cached& w = cached(kWorkload);  // the step rows' copy of the workload, built once a process
   std::optional<DecodePlan> plan;
   try {

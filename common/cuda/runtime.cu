@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cuda/overlapped_launch.h"
 #include "common/cuda/runtime.h"
 #include "common/error.h"
 
@@ -138,6 +139,8 @@ __global__ void clock_probe(unsigned long long* out, unsigned long long span_ns)
   out[1] = now - start;
 }
 
+/// Does nothing: compute_reason asks whether the device has an image of it, and
+/// launch_empty_kernel launches it.
 __global__ void probe() {}
 
 std::string compute_reason() {
@@ -687,6 +690,18 @@ double time_bare_read_ms(std::size_t bytes, std::size_t chunk_bytes, int readers
     check(cudaGetLastError(), "launch of bare_read");
   };
   return median_ms(run, runs, true, "bare_read");  // L2 flushed, as before the kernels' timed launches
+}
+
+void launch_empty_kernel(bool overlapped, void* stream) {
+  cudaError_t launched = cudaSuccess;
+  if (overlapped) {
+    const OverlappedLaunch launch(dim3(1), dim3(32), 0, stream);
+    launched = cudaLaunchKernelEx(&launch.config, probe);
+  } else {
+    probe<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>();
+  }
+  const cudaError_t last = cudaGetLastError();  // as the rungs' launches check theirs
+  check(launched != cudaSuccess ? launched : last, overlapped ? "overlapped launch of an empty kernel" : "launch of an empty kernel");
 }
 
 }  // namespace pa::gpu

@@ -180,4 +180,10 @@ double measure_sm_clock_mhz();
 /// of \p runs in milliseconds, the L2 flushed before each, as the kernels are timed.
 double time_bare_read_ms(std::size_t bytes, std::size_t chunk_bytes, int readers, int threads, int runs = 20);
 
+/// Launches a kernel that does nothing (one program of 32 threads, no arguments) on \p stream,
+/// with programmatic dependent launch (cudaLaunchKernelEx) when \p overlapped, as the rungs
+/// launch their merge: what a launch costs the host with no work in it, the floor under
+/// bench_ladder's entry-point rows (steps/bench_entry_point.h). Throws CudaError if it fails.
+void launch_empty_kernel(bool overlapped, void* stream);
+
 }  // namespace pa::gpu

@@ -41,5 +41,6 @@ void flush_l2() { no_cuda(); }
 double measure_roof_gbps(std::size_t, int) { no_cuda(); }
 double measure_sm_clock_mhz() { no_cuda(); }
 double time_bare_read_ms(std::size_t, std::size_t, int, int, int) { no_cuda(); }
+void launch_empty_kernel(bool, void*) { no_cuda(); }
 
 }  // namespace pa::gpu

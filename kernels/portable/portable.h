@@ -45,6 +45,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "common/cuda/overlapped_launch.h"
+
 #define PA_KERNELS kernels_cuda
 #define PA_UNROLL _Pragma("unroll")
 #define PA_UNROLL_BY(n) _Pragma(PA_STRINGIFY(unroll n))
@@ -794,17 +796,8 @@ void launch_kernel_as(bool overlapped, const char* name, void (*kernel)(Params..
   }
   cudaError_t launched = cudaSuccess;
   if (overlapped) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = shared_bytes;
-    config.stream = static_cast<cudaStream_t>(stream);
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    launched = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+    const gpu::OverlappedLaunch launch(grid, block, shared_bytes, stream);
+    launched = cudaLaunchKernelEx(&launch.config, kernel, static_cast<Params>(args)...);
   } else {
     kernel<<<grid, block, shared_bytes, static_cast<cudaStream_t>(stream)>>>(args...);
   }
