@@ -143,8 +143,8 @@ void DeviceWorkload::poison() {
 }
 
 void DeviceWorkload::fill_poison(gpu::Buffer& buffer) {
-  // On the device: the benchmarks poison a workspace of up to gigabytes before every row
-  // (step 03's scores on ragged-skew: 537 MB), and a host copy cost seconds a row (lab v130).
+  // On the device: the benchmarks poison a workspace of up to gigabytes before every row (step
+  // 02's gathered K and V on ragged-skew: 17 GB), and a host copy cost seconds a row (lab v130).
   if (poison_) buffer.fill_words(kPoisonWord);
   else buffer.fill(0);
 }
