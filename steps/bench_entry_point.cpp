@@ -53,13 +53,9 @@ double host_seconds_a_call(const Call& call) {
   return means[kRounds / 2];
 }
 
-/// The floor under the rows: two launches of a kernel that does nothing, the second overlapped,
-/// as the rung launches its split kernel and its merge on kWorkload.
-void empty_kernels_benchmark(benchmark::State& state) {
-  const auto call = [] {
-    gpu::launch_empty_kernel(false, nullptr);
-    gpu::launch_empty_kernel(true, nullptr);
-  };
+/// Times \p call as a row: host_seconds_a_call as the iteration's time, and its counters.
+template <class Call>
+void time_row(benchmark::State& state, const Call& call) {
   double seconds = 0;
   for (auto _ : state) {
     seconds = host_seconds_a_call(call);
@@ -68,6 +64,15 @@ void empty_kernels_benchmark(benchmark::State& state) {
   state.counters["host_us"] = seconds * 1e6;
   state.counters["rounds"] = kRounds;
   state.counters["calls_per_round"] = kCallsPerRound;
+}
+
+/// The floor under the rows: two launches of a kernel that does nothing, the second overlapped,
+/// as the rung launches its split kernel and its merge on kWorkload.
+void empty_kernels_benchmark(benchmark::State& state) {
+  time_row(state, [] {
+    gpu::launch_empty_kernel(false, nullptr);
+    gpu::launch_empty_kernel(true, nullptr);
+  });
   state.SetLabel("two launches of an empty kernel, the second overlapped (nothing to check)");
 }
 
@@ -93,18 +98,11 @@ void entry_point_benchmark(benchmark::State& state, const std::string& mode) {
       decode(*plan, view, nullptr);
   };
   w.device->poison();
-  double seconds = 0;
-  for (auto _ : state) {
-    seconds = host_seconds_a_call(call);
-    state.SetIterationTime(seconds);
-  }
+  time_row(state, call);
   // The output of the last call, checked after timing (in checked mode the download also raises
   // a fault the device-side check recorded).
   const std::vector<std::byte> out = w.device->download_out();
   const CompareResult result = check_against_oracle(w.host, w.oracle, out, plan->kernel().weights_in_storage_type);
-  state.counters["host_us"] = seconds * 1e6;
-  state.counters["rounds"] = kRounds;
-  state.counters["calls_per_round"] = kCallsPerRound;
   state.counters["max_abs_error"] = result.max_abs_error;
   state.SetLabel(cat("step ", plan->step(), " (", plan->kernel().name, ")"));
   if (!result.ok) state.SkipWithError(cat("output check after timing failed: ", result.first_failure).c_str());
