@@ -1,20 +1,19 @@
 #include "common/workload.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
 #include <numeric>
-#include <thread>
 #include <utility>
 
 #include <sys/mman.h>
 
 #include "common/error.h"
 #include "common/paged_cache.h"
+#include "common/parallel.h"
 #include "common/report.h"
 
 namespace pa {
@@ -143,25 +142,6 @@ void with_store(void* data, DType dtype, float scale, Function&& function) {
   }
 }
 
-/// Runs \p work(chunk) for every chunk in [0, num_chunks) on \p num_threads threads.
-template <class Work>
-void parallel_chunks(std::int64_t num_chunks, int num_threads, const Work& work) {
-  const int threads = static_cast<int>(std::min<std::int64_t>(std::max(num_threads, 1), num_chunks));
-  if (threads <= 1) {
-    for (std::int64_t chunk = 0; chunk < num_chunks; ++chunk) work(chunk);
-    return;
-  }
-  std::atomic<std::int64_t> next{0};
-  const auto worker = [&] {
-    for (std::int64_t chunk = next++; chunk < num_chunks; chunk = next++) work(chunk);
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<std::size_t>(threads - 1));
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& thread : pool) thread.join();
-}
-
 bool is_prime(int value) {
   if (value < 2) return false;
   for (int divisor = 2; divisor * divisor <= value; ++divisor)
@@ -220,7 +200,7 @@ void fill_cache(CacheBytes& cache, const DecodeProblem& problem,
   const std::int64_t num_chunks = (problem.num_blocks + pages_per_chunk - 1) / pages_per_chunk;
   const CacheLayout layout = problem.layout;
   with_store(cache.data(), problem.cache_dtype(), scale, [&](auto store) {
-    parallel_chunks(num_chunks, num_threads, [&](std::int64_t chunk) {
+    parallel_for(num_chunks, num_threads, [&](std::int64_t chunk) {
       const std::int64_t first = chunk * pages_per_chunk;
       const std::int64_t last = std::min(problem.num_blocks, first + pages_per_chunk);
       for (std::int64_t page = first; page < last; ++page) {
@@ -356,7 +336,7 @@ Workload make_workload(const WorkloadSpec& spec, int num_threads) {
   const std::int64_t elems_written = pages_written * problem.layout.block_stride;
   int threads = num_threads;
   if (threads == 0)
-    threads = 2 * elems_written < (std::int64_t{1} << 20) ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = 2 * elems_written < (std::int64_t{1} << 20) ? 1 : hardware_threads();
   const float filler = spec.poison ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
   const std::size_t elem = dtype_size(spec.dtype);
   const std::size_t cache_elem = dtype_size(problem.cache_dtype());

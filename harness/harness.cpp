@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/parallel.h"
 #include "common/report.h"
 #include "kernels/registry.h"
 #include "reference/oracle.h"
@@ -201,6 +202,11 @@ RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const Ker
 // ----- checking ------------------------------------------------------------------------------
 
 namespace {
+/// The host's physical memory in bytes (0 where the system does not say).
+double physical_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+}
+
 /// The same tensors seen as a batch of one: sequence \p seq alone.
 DecodeView single_sequence(const DecodeView& full, int seq) {
   const DecodeProblem& p = full.problem;
@@ -214,30 +220,67 @@ DecodeView single_sequence(const DecodeView& full, int seq) {
   return one;
 }
 
-/// Runs \p per_view on each listed sequence alone and scatters the rows into a full-size
-/// vector (NaN for sequences not listed).
-template <class Value, class PerView>
-std::vector<Value> rows_of(const DecodeView& full, const std::vector<int>& sequences, PerView per_view) {
-  const DecodeProblem& p = full.problem;
-  if (sequences.empty()) return per_view(full);
-  const std::size_t row = static_cast<std::size_t>(p.num_q_heads) * p.head_dim;
-  std::vector<Value> out(static_cast<std::size_t>(p.query_elems()), std::numeric_limits<Value>::quiet_NaN());
-  for (int seq : sequences) {
-    const std::vector<Value> rows = per_view(single_sequence(full, seq));
-    std::copy(rows.begin(), rows.end(), out.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(seq) * row));
-  }
-  return out;
+/// The query heads of \p kv_head in \p one_sequence (a view of one sequence) alone: a problem of
+/// one KV head and its group of query heads, the query and the caches' pointers moved to them.
+/// The layout keeps the pool's strides, so the pages are read where they are.
+DecodeView single_kv_head(const DecodeView& one_sequence, int kv_head) {
+  const DecodeProblem& p = one_sequence.problem;
+  const int group = p.group_size();
+  DecodeView one = one_sequence;
+  one.problem.num_q_heads = group;
+  one.problem.num_kv_heads = 1;
+  const std::size_t query_bytes = static_cast<std::size_t>(kv_head) * group * p.head_dim * dtype_size(p.dtype);
+  const std::size_t cache_bytes = static_cast<std::size_t>(p.layout.offset(0, kv_head, 0, 0)) * dtype_size(p.cache_dtype());
+  one.query = static_cast<const std::byte*>(one_sequence.query) + query_bytes;
+  one.key_cache = static_cast<const std::byte*>(one_sequence.key_cache) + cache_bytes;
+  one.value_cache = static_cast<const std::byte*>(one_sequence.value_cache) + cache_bytes;
+  return one;
 }
 }  // namespace
 
 OracleRows oracle_rows(const DecodeView& host_view, const std::vector<int>& sequences) {
   OracleRows rows;
   rows.sequences = sequences;
-  rows.exact = rows_of<double>(host_view, sequences, [](const DecodeView& v) { return reference::paged_attention(v); });
-  rows.plain = rows_of<float>(host_view, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v); });
-  if (host_view.problem.dtype != DType::f32)
-    rows.plain_storage_weights = rows_of<float>(
-        host_view, sequences, [](const DecodeView& v) { return reference::plain_float_attention(v, true); });
+  const DecodeProblem& p = host_view.problem;
+  const bool storage_weights = p.dtype != DType::f32;  // the plain loop with 16-bit weights too
+  if (sequences.empty()) {
+    rows.exact = reference::paged_attention(host_view);
+    rows.plain = reference::plain_float_attention(host_view);
+    if (storage_weights) rows.plain_storage_weights = reference::plain_float_attention(host_view, true);
+    return rows;
+  }
+  // A sample: each (sequence, KV head) alone and each of the two or three loops on it is a
+  // piece of its own, on every hardware thread. The oracle computes every (sequence, query
+  // head) row by itself, so the rows are the same bits as from one call on the whole view.
+  // bench_ladder's single-1048576 (one sequence, 8 KV heads) took 82 s on one thread, 49 s on
+  // two (lab/perf-log.md, v131). A piece of the exact loop holds its K and V in double (16
+  // bytes a token and channel), so the threads are also held to a quarter of the host's memory.
+  const auto elems = static_cast<std::size_t>(p.query_elems());  // NaN in the rows not computed
+  rows.exact.assign(elems, std::numeric_limits<double>::quiet_NaN());
+  rows.plain.assign(elems, std::numeric_limits<float>::quiet_NaN());
+  if (storage_weights) rows.plain_storage_weights.assign(elems, std::numeric_limits<float>::quiet_NaN());
+  const int loops = storage_weights ? 3 : 2;
+  const std::int64_t pieces = static_cast<std::int64_t>(sequences.size()) * p.num_kv_heads;
+  const double piece_bytes = 16.0 * std::max(p.max_context_len, 1) * p.head_dim;
+  const double memory = physical_memory_bytes();
+  const double fit = memory > 0 ? std::max(1.0, memory / 4 / piece_bytes) : hardware_threads();
+  const int threads = static_cast<int>(std::min<double>(fit, hardware_threads()));
+  const std::size_t group_elems = static_cast<std::size_t>(p.group_size()) * p.head_dim;
+  parallel_for(pieces * loops, threads, [&](std::int64_t task) {
+    const int loop = static_cast<int>(task % loops);
+    const std::int64_t piece = task / loops;
+    const int seq = sequences[static_cast<std::size_t>(piece / p.num_kv_heads)];
+    const int kv_head = static_cast<int>(piece % p.num_kv_heads);
+    const DecodeView view = single_kv_head(single_sequence(host_view, seq), kv_head);
+    const auto at = static_cast<std::ptrdiff_t>((static_cast<std::size_t>(seq) * p.num_kv_heads + kv_head) * group_elems);
+    if (loop == 0) {
+      const std::vector<double> exact = reference::paged_attention(view);
+      std::copy(exact.begin(), exact.end(), rows.exact.begin() + at);
+    } else {
+      const std::vector<float> plain = reference::plain_float_attention(view, loop == 2);
+      std::copy(plain.begin(), plain.end(), (loop == 1 ? rows.plain : rows.plain_storage_weights).begin() + at);
+    }
+  });
   return rows;
 }
 
@@ -758,7 +801,7 @@ HostBytes host_bytes_at_least(const WorkloadSpec& spec) {
 /// allocation failure into an Error that names the size asked for.
 Workload make_workload_or_explain(const WorkloadSpec& spec) {
   const HostBytes needed = host_bytes_at_least(spec);
-  const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double physical = physical_memory_bytes();
   if (physical > 0 && needed.total() > physical)
     throw MemoryError(cat("workload '", spec.name, "' needs at least ", needed.describe(),
                           " of host memory, more than this machine's ", format_bytes(physical)));

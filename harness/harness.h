@@ -85,7 +85,9 @@ struct OracleRows {
 };
 
 /// The oracle for \p sequences (an empty list means all). Big workloads are checked on a
-/// sample this way: the full oracle on gigabytes of K/V would take minutes.
+/// sample this way: the full oracle on gigabytes of K/V would take minutes. A sample is computed
+/// on every hardware thread, each (sequence, KV head) and each loop a piece of its own (common/
+/// parallel.h), with the same bits as the whole oracle's rows; the whole oracle runs on one.
 OracleRows oracle_rows(const Workload& workload, const std::vector<int>& sequences = {});
 
 /// The same for a view over host tensors that are not a Workload (a caller's own cache: the
