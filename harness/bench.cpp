@@ -3,6 +3,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -282,10 +284,27 @@ Cached& cached(const std::string& name) {
       if (!shape_point.empty() && shape_point != name) cache.erase(shape_point);  // freed before the next is built
       shape_point = name;
     }
+    // Each part timed and said on stderr (the log of scripts/gpu-bench): the host's share of a
+    // recorded run's minutes is here, not in the rows.
+    using Clock = std::chrono::steady_clock;
+    const auto seconds_since = [](Clock::time_point start) {
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    };
     auto built = std::make_unique<Cached>();
+    Clock::time_point start = Clock::now();
     built->host = make_workload(spec_of(name));
+    const double made = seconds_since(start);
+    start = Clock::now();
     built->device = std::make_unique<DeviceWorkload>(built->host);
-    built->oracle = oracle_rows(built->host, sample_sequences(built->host));
+    const double uploaded = seconds_since(start);
+    start = Clock::now();
+    const std::vector<int> sample = sample_sequences(built->host);
+    built->oracle = oracle_rows(built->host, sample);
+    const double oracle = seconds_since(start);
+    std::cerr << "bench_ladder: workload " << name << " (" << format_bytes(static_cast<double>(built->host.bytes_moved()))
+              << " a call): built in " << format_seconds(made) << ", uploaded in " << format_seconds(uploaded)
+              << ", the oracle of " << sample.size() << (sample.size() == 1 ? " sampled sequence" : " sampled sequences")
+              << " in " << format_seconds(oracle) << '\n';
     slot = std::move(built);
   }
   return *slot;
