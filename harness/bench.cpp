@@ -287,9 +287,6 @@ Cached& cached(const std::string& name) {
     // Each part timed and said on stderr (the log of scripts/gpu-bench): the host's share of a
     // recorded run's minutes is here, not in the rows.
     using Clock = std::chrono::steady_clock;
-    const auto seconds_since = [](Clock::time_point start) {
-      return std::chrono::duration<double>(Clock::now() - start).count();
-    };
     auto built = std::make_unique<Cached>();
     Clock::time_point start = Clock::now();
     built->host = make_workload(spec_of(name));

@@ -28,9 +28,6 @@ namespace pa {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 constexpr std::byte kPoison{0xff};  // NaN in f32, f16 and bf16 alike
 /// The poison word: NaN as a float and INT_MAX as an int, whose 16-bit halves (0xffff, 0x7fff)

@@ -5,6 +5,7 @@
 /// it, and print one table. Step programs, the tour, the tests and the benchmarks all call these
 /// functions, so no step carries a harness of its own.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -20,6 +21,11 @@
 #include "common/workload.h"
 
 namespace pa {
+
+/// Seconds on the host's steady clock since \p start.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 /// The output of one kernel run, with what it cost.
 struct RunOutput {

@@ -48,7 +48,7 @@ ProgramRun run_program(const std::filesystem::path& program, const std::string& 
   for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.output.append(buffer, n);
   const int status = pclose(pipe);
   run.ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.seconds = pa::seconds_since(start);
   return run;
 }
 
