@@ -1,0 +1,29 @@
+#!/bin/bash
+# v134: does the L2 flush's shared-memory carveout cost the timed kernel? The step programs of
+# 1c8a129 linked with runtime.cu of branch next/flush-carveout, where PA_TRIAL_FLUSH_CARVEOUT=N
+# sets the flush kernel's preferred carveout (N% shared; unset: the driver's default). Rounds
+# alternate unset and 100. First `overhead` (overhead.cu): the timed region's fixed cost.
+# QUICK=1: two rounds of step 10's small-batch and long-single only. Usage: run.sh PROGRAM_DIR.
+set -u; export OUT
+B=$1
+FULL=v134-full.txt
+source "$(dirname "$0")/../rows.sh"
+vrow() { local vars=$1; shift; ( [ -n "$vars" ] && export $vars; row "$@" ); }
+C=PA_TRIAL_FLUSH_CARVEOUT=100
+timeout 60 $B/overhead
+for r in 1 2 $([[ -z ${QUICK:-} ]] && echo 3); do
+  for w in small-batch long-single; do
+    vrow "" "r$r default $w" step10_tensor_cores --workload $w
+    vrow "$C" "r$r shared100 $w" step10_tensor_cores --workload $w
+  done
+done
+[[ -n ${QUICK:-} ]] && { echo "end at $(date +%T)"; exit 0; }
+for r in 1 2; do
+  for p in step10_tensor_cores step09_memory_pipeline; do
+    vrow "" "r$r default mha" $p --workload mha-batch
+    vrow "$C" "r$r shared100 mha" $p --workload mha-batch
+  done
+  vrow "" "r$r default sb09" step09_memory_pipeline --workload small-batch
+  vrow "$C" "r$r shared100 sb09" step09_memory_pipeline --workload small-batch
+done
+echo "end at $(date +%T)"
