@@ -14,4 +14,5 @@ for s in 09 10; do
   /usr/bin/c++ -O3 -DNDEBUG steps/CMakeFiles/$n.dir/${s}_*/main.cpp.o -o ../v134/$n -L/usr/local/cuda/targets/x86_64-linux/lib harness/libpagedattn_harness_core.a kernels/libpagedattn_kernels_$s.a reference/libpagedattn_reference.a kernels/libpagedattn_kernel_$s.a /tmp/var/f/libcommon.a /usr/lib/x86_64-linux-gnu/libboost_context.a /usr/local/cuda/lib/libcudart_static.a -ldl /usr/lib/x86_64-linux-gnu/librt.a -lcudadevrt -lcudart_static -lrt -lpthread -ldl
 done
 nvcc -O3 -std=c++20 -arch=sm_90 /work/main/lab/experiments/v134-flush-carveout/overhead.cu -o ../v134/overhead
+nvcc -O3 -std=c++20 -arch=sm_90 /work/main/lab/experiments/v135-few-programs/few_read.cu -o ../v134/few_read  # v135
 ls -la ../v134

@@ -11,6 +11,7 @@ source "$(dirname "$0")/../rows.sh"
 vrow() { local vars=$1; shift; ( [ -n "$vars" ] && export $vars; row "$@" ); }
 C=PA_TRIAL_FLUSH_CARVEOUT=100
 timeout 60 $B/overhead
+timeout 60 $B/few_read  # v135
 for r in 1 2 $([[ -z ${QUICK:-} ]] && echo 3); do
   for w in small-batch long-single; do
     vrow "" "r$r default $w" step10_tensor_cores --workload $w
