@@ -4,6 +4,7 @@
 # overhead.cu; all to build/v134/, which run.sh takes.
 set -e
 W=${WT:-/tmp/wtf}
+[[ -d $W ]] || git -C /work/main worktree add -q $W next/flush-carveout
 cd /work/main/build/cuda
 mkdir -p /tmp/var/f ../v134
 /usr/local/cuda/bin/nvcc -forward-unknown-to-host-compiler -DBOOST_ALL_NO_LIB -DPAGEDATTN_HAVE_CUDA=1 -DPAGEDATTN_CUDA_ARCHITECTURES=\"90\" -I$W -I/work/main/build/cuda/generated -isystem=/usr/local/cuda/include -O3 -DNDEBUG --generate-code=arch=compute_90,code=[compute_90,sm_90] --expt-relaxed-constexpr -lineinfo -std=c++20 -x cu -c $W/common/cuda/runtime.cu -o /tmp/var/f/runtime.cu.o
