@@ -21,8 +21,12 @@ for r in 1 2; do
   vrow "$D" "r$r v136 deep12 2 splits" step10_tensor_cores-deep --workload small-batch --splits 2
   vrow "$D" "r$r v136 deep6 2 splits" step10_tensor_cores-deep6 --workload small-batch --splits 2
   vrow "$D" "r$r v136 deep6 4 splits" step10_tensor_cores-deep6 --workload small-batch --splits 4
+  vrow "$D" "r$r v136 tg2 1 split" step10_tensor_cores-deeptg2 --workload small-batch --splits 1
+  vrow "$D" "r$r v136 tg2 2 splits" step10_tensor_cores-deeptg2 --workload small-batch --splits 2
 done
-o=$(env $D timeout 60 $B/step10_tensor_cores-deep --adversarial --dtype bf16 --head-dim 128 --splits 1 2>&1); echo "v136 adversarial deep12 1 split rc=$? $(echo "$o" | tail -n 1)"
+for p in deep deeptg2; do
+  o=$(env $D timeout 60 $B/step10_tensor_cores-$p --adversarial --dtype bf16 --head-dim 128 --splits 1 2>&1); echo "v136 adversarial $p 1 split rc=$? $(echo "$o" | tail -n 1)"
+done
 for r in 1 2 $([[ -z ${QUICK:-} ]] && echo 3); do
   for w in small-batch long-single; do
     vrow "" "r$r default $w" step10_tensor_cores --workload $w
