@@ -7,38 +7,13 @@
 // Build: nvcc -O3 -std=c++20 -arch=sm_90 overhead.cu -o overhead. Lab only, not the project.
 #include <cuda_runtime.h>
 
+#include "../lab_cuda.cuh"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    cudaError_t e = (x);                                                                \
-    if (e != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      std::exit(4);                                                                     \
-    }                                                                                   \
-  } while (0)
-
-__global__ void stream_read(const uint4* __restrict__ data, size_t count, unsigned* sink) {
-  const size_t stride = size_t{gridDim.x} * blockDim.x;
-  unsigned fold = 0;
-  for (size_t i = size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint4 a = __ldcg(data + i);
-    fold ^= a.x ^ a.y ^ a.z ^ a.w;
-  }
-  if (fold == 0x9e3779b9u) *sink = fold;
-}
-__global__ void stream_read_flush(const uint4* __restrict__ data, size_t count, unsigned* sink) {
-  const size_t stride = size_t{gridDim.x} * blockDim.x;
-  unsigned fold = 0;
-  for (size_t i = size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const uint4 a = data[i];
-    fold ^= a.x ^ a.y ^ a.z ^ a.w;
-  }
-  if (fold == 0x9e3779b9u) *sink = fold;
-}
 __global__ void empty_first(unsigned* sink) {
   extern __shared__ unsigned smem[];
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -85,7 +60,7 @@ int main() {
   auto time = [&](auto&& body) {
     std::vector<float> times;
     for (int i = 0; i < 52; ++i) {
-      stream_read_flush<<<prop.multiProcessorCount * 4, 512>>>(flush, flush_bytes / 16, sink);
+      stream_read<false><<<prop.multiProcessorCount * 4, 512>>>(flush, flush_bytes / 16, sink);
       CHECK(cudaEventRecord(start));
       body();
       CHECK(cudaEventRecord(stop));
@@ -98,7 +73,7 @@ int main() {
     return times[times.size() / 2];
   };
   for (int carve : {-1, 100, 0}) {
-    CHECK(cudaFuncSetAttribute(stream_read_flush, cudaFuncAttributePreferredSharedMemoryCarveout, carve));
+    CHECK(cudaFuncSetAttribute(stream_read<false>, cudaFuncAttributePreferredSharedMemoryCarveout, carve));
     const char* name = carve < 0 ? "default" : carve == 100 ? "all shared" : "all L1";
     for (int round = 0; round < 2; ++round) {
       for (int shared : {0, smem}) {
@@ -111,7 +86,7 @@ int main() {
                     name, shared, one, two);
       }
       const float read = time([&] {
-        stream_read<<<prop.multiProcessorCount * 4, 512>>>(data, read_bytes / 16, sink);
+        stream_read<true><<<prop.multiProcessorCount * 4, 512>>>(data, read_bytes / 16, sink);
       });
       std::printf("flush carveout %-10s  a read of 134.49 MB: %6.2f us (%.1f GB/s)\n", name, read, read_bytes / (read * 1e3));
     }

@@ -9,6 +9,8 @@
 // 31. Build: nvcc -O3 -std=c++20 -arch=sm_90 few_read.cu -o few_read. Lab only.
 #include <cuda_runtime.h>
 
+#include "../lab_cuda.cuh"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,27 +18,11 @@
 #include <random>
 #include <vector>
 
-#define CHECK(x)                                                                             \
-  do {                                                                                       \
-    cudaError_t e = (x);                                                                     \
-    if (e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      std::exit(4);                                                                          \
-    }                                                                                        \
-  } while (0)
-
 constexpr int kPairs = 64;
 constexpr int kPiecesPerPair = 512;        // 256 pages of K and 256 of V
 constexpr int kPieceUnits = 4096 / 16;     // 16-byte units of a piece
 constexpr int kTilePieces = 8;             // 32 KB a tile
 constexpr int kTileUnits = kTilePieces * kPieceUnits;
-
-__global__ void flush_read(const uint4* __restrict__ data, size_t count, unsigned* sink) {
-  const size_t stride = size_t{gridDim.x} * blockDim.x;
-  unsigned fold = 0;
-  for (size_t i = size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count; i += stride) fold ^= data[i].x;
-  if (fold == 0x9e3779b9u) *sink = fold;
-}
 
 __device__ __forceinline__ void copy16(void* dst, const void* src) {
   const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
@@ -113,7 +99,7 @@ int main() {
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, shared));
     std::vector<float> times;
     for (int i = 0; i < 32; ++i) {
-      flush_read<<<prop.multiProcessorCount * 4, 512>>>(flush, flush_bytes / 16, sink);
+      stream_read<false><<<prop.multiProcessorCount * 4, 512>>>(flush, flush_bytes / 16, sink);
       CHECK(cudaEventRecord(start));
       kernel<<<kPairs * splits, threads, shared>>>(data, table, splits, sink);
       CHECK(cudaEventRecord(stop));
