@@ -4,6 +4,7 @@
 # printed, cut to what an experiment sets in PLAN_SED (a sed expression); a sweep (a knob given a
 # list) prints a line a combination, with its splits and partition. The full output of
 # every row is appended to $OUT/$FULL (default full.txt). Needs B (the programs' folder) and OUT.
+# vrow() is row() with environment variables set for that row alone.
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 echo "start at $(date +%T)"
 row() {  # label program flags...
@@ -26,4 +27,8 @@ for r in d['results']:
 PY
   { echo "$o" | grep -m1 "launch on the GPU" || echo "$o" | grep -m1 "launch in the emulator"; } |
     sed -E "${PLAN_SED:-s/^ *launch ([^:]*): grid ([0-9]+ x [0-9]+ x [0-9]+).*/    \1: grid \2/}" | cut -c1-160
+}
+vrow() {  # "VAR=value ..." (or "") label program flags...: row() with those variables set
+  local vars=$1; shift
+  ( [ -n "$vars" ] && export $vars; row "$@" )
 }

@@ -11,7 +11,6 @@ B=$(dirname "$1"); P=$(basename "$1")
 FULL=v128-full.txt
 source "$(dirname "$0")/../rows.sh"
 C=PA_TRIAL_CLUSTER=1
-vrow() { local vars=$1; shift; ( [ -n "$vars" ] && export $vars; row "$@" ); }  # "VAR=v ..." label program flags...
 sb="--workload small-batch"
 for r in 1 2; do
   vrow "" "r$r main" $P $sb

@@ -9,7 +9,6 @@ FULL=v132-full.txt
 B=$T
 source "$(dirname "$0")/../rows.sh"
 n=step10_tensor_cores-n
-vrow() { local vars=$1; shift; ( [ -n "$vars" ] && export $vars; row "$@" ); }
 M=PA_TRIAL_M=1
 for r in 1 2; do
   vrow "" "r$r N small-batch" $n --workload small-batch

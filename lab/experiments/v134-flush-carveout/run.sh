@@ -10,7 +10,6 @@ set -u; export OUT
 B=$1
 FULL=v134-full.txt
 source "$(dirname "$0")/../rows.sh"
-vrow() { local vars=$1; shift; ( [ -n "$vars" ] && export $vars; row "$@" ); }
 C=PA_TRIAL_FLUSH_CARVEOUT=100
 timeout 60 $B/overhead
 timeout 60 $B/few_read  # v135

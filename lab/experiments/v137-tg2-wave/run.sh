@@ -9,7 +9,6 @@ set -u; export OUT
 B=$1
 FULL=v137-full.txt
 source "$(dirname "$0")/../rows.sh"
-vrow() { local vars=$1; shift; ( [ -n "$vars" ] && export $vars; row "$@" ); }
 D=PA_TRIAL_DEEP_SHAPE=1
 for r in 1 2 3; do
   vrow "" "r$r main small-batch" step10_tensor_cores-deeptg4 --workload small-batch
