@@ -4,7 +4,7 @@
 # printed, cut to what an experiment sets in PLAN_SED (a sed expression); a sweep (a knob given a
 # list) prints a line a combination, with its splits and partition. The full output of
 # every row is appended to $OUT/$FULL (default full.txt). Needs B (the programs' folder) and OUT.
-# vrow() is row() with environment variables set for that row alone.
+# vrow() is row() with environment variables set for that row alone; adv() runs an adversarial set.
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 echo "start at $(date +%T)"
 row() {  # label program flags...
@@ -31,4 +31,10 @@ PY
 vrow() {  # "VAR=value ..." (or "") label program flags...: row() with those variables set
   local vars=$1; shift
   ( [ -n "$vars" ] && export $vars; row "$@" )
+}
+adv() {  # "VAR=value ..." (or "") label program flags...: the program's adversarial set on $B,
+  # one line with its exit code and the set's last line
+  local vars=$1 label=$2 prog=$3 o rc; shift 3
+  o=$(env $vars timeout 120 $B/$prog --adversarial "$@" 2>&1); rc=$?
+  echo "adversarial $label rc=$rc $(echo "$o" | tail -n 1)"
 }

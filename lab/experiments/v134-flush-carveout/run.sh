@@ -24,7 +24,7 @@ for r in 1 2; do
   vrow "$D" "r$r v136 tg2 2 splits" step10_tensor_cores-deeptg2 --workload small-batch --splits 2
 done
 for p in deep deeptg2; do
-  o=$(env $D timeout 60 $B/step10_tensor_cores-$p --adversarial --dtype bf16 --head-dim 128 --splits 1 2>&1); echo "v136 adversarial $p 1 split rc=$? $(echo "$o" | tail -n 1)"
+  adv "$D" "v136 $p 1 split" step10_tensor_cores-$p --dtype bf16 --head-dim 128 --splits 1
 done
 for r in 1 2 $([[ -z ${QUICK:-} ]] && echo 3); do
   for w in small-batch long-single; do

@@ -20,6 +20,6 @@ for r in 1 2; do
   vrow "" "r$r main long-single" step10_tensor_cores-deeptg4 --workload long-single
   for s in 32 48; do vrow "$D" "r$r tg4 long $s" step10_tensor_cores-deeptg4 --workload long-single --splits $s; done
 done
-o=$(env $D timeout 120 $B/step10_tensor_cores-deeptg4 --adversarial --dtype bf16 --head-dim 128 2>&1); echo "adversarial tg4 rc=$? $(echo "$o" | tail -n 1)"
-o=$(env $D timeout 120 $B/step10_tensor_cores-deeptg4 --adversarial --dtype f16 --head-dim 128 --splits 5 2>&1); echo "adversarial tg4 f16 5 splits rc=$? $(echo "$o" | tail -n 1)"
+adv "$D" tg4 step10_tensor_cores-deeptg4 --dtype bf16 --head-dim 128
+adv "$D" "tg4 f16 5 splits" step10_tensor_cores-deeptg4 --dtype f16 --head-dim 128 --splits 5
 echo "end at $(date +%T)"

@@ -15,6 +15,6 @@ for r in 1 2 3; do
     row "r$r ahead $w" step10_tensor_cores-ahead --workload $w
   done
 done
-o=$(timeout 120 $B/step10_tensor_cores-ahead --adversarial --dtype bf16 --head-dim 128 2>&1); echo "adversarial ahead bf16 rc=$? $(echo "$o" | tail -n 1)"
-o=$(timeout 120 $B/step10_tensor_cores-ahead --adversarial --dtype f16 --head-dim 128 --splits 3 2>&1); echo "adversarial ahead f16 3 splits rc=$? $(echo "$o" | tail -n 1)"
+adv "" "ahead bf16" step10_tensor_cores-ahead --dtype bf16 --head-dim 128
+adv "" "ahead f16 3 splits" step10_tensor_cores-ahead --dtype f16 --head-dim 128 --splits 3
 echo "end at $(date +%T)"

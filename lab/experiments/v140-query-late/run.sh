@@ -18,5 +18,5 @@ for r in 1 2; do
     row "r$r qlate $w" step10_tensor_cores-qlate --workload $w
   done
 done
-o=$(timeout 120 $B/step10_tensor_cores-qlate --adversarial --dtype bf16 --head-dim 128 2>&1); echo "adversarial qlate bf16 rc=$? $(echo "$o" | tail -n 1)"
+adv "" "qlate bf16" step10_tensor_cores-qlate --dtype bf16 --head-dim 128
 echo "end at $(date +%T)"
