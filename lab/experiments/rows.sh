@@ -4,7 +4,8 @@
 # printed, cut to what an experiment sets in PLAN_SED (a sed expression); a sweep (a knob given a
 # list) prints a line a combination, with its splits and partition. The full output of
 # every row is appended to $OUT/$FULL (default full.txt). Needs B (the programs' folder) and OUT.
-# vrow() is row() with environment variables set for that row alone; adv() runs an adversarial set.
+# vrow() is row() with environment variables set for that row alone; adv() runs an adversarial set;
+# ab_shapes() runs the split shapes a merge change is checked on, without and with its variables.
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 echo "start at $(date +%T)"
 row() {  # label program flags...
@@ -37,4 +38,16 @@ adv() {  # "VAR=value ..." (or "") label program flags...: the program's adversa
   local vars=$1 label=$2 prog=$3 o rc; shift 3
   o=$(env $vars timeout 120 $B/$prog --adversarial "$@" 2>&1); rc=$?
   echo "adversarial $label rc=$rc $(echo "$o" | tail -n 1)"
+}
+ab_shapes() {  # "VAR=value ..." label program: v103's shapes (4-8 splits, groups 1-32, a ragged
+  # batch in f16), each as "main" (the variables unset) and as label (set), on the same program
+  local vars=$1 label=$2 prog=$3 shape
+  for shape in "--workload small-batch --splits 4" \
+               "--batch 8 --context 4096 --q-heads 256 --kv-heads 8 --head-dim 128 --dtype bf16" \
+               "--batch 5 --context 700,4096,1,2500,3333 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype f16 --splits 8" \
+               "--batch 3 --context 4096 --q-heads 8 --kv-heads 8 --head-dim 128 --dtype bf16 --splits 7" \
+               "--batch 16 --context 2048 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype bf16"; do
+    vrow "" "main ${shape:0:40}" $prog $shape
+    vrow "$vars" "$label ${shape:0:40}" $prog $shape
+  done
 }

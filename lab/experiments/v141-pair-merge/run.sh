@@ -15,14 +15,7 @@ for r in 1 2 3 4; do
   vrow $PM "r$r pm small-batch" step10_tensor_cores-pm --workload small-batch
   vrow $PM "r$r pmsc small-batch" step10_tensor_cores-pmsc --workload small-batch
 done
-for shape in "--workload small-batch --splits 4" \
-             "--batch 8 --context 4096 --q-heads 256 --kv-heads 8 --head-dim 128 --dtype bf16" \
-             "--batch 5 --context 700,4096,1,2500,3333 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype f16 --splits 8" \
-             "--batch 3 --context 4096 --q-heads 8 --kv-heads 8 --head-dim 128 --dtype bf16 --splits 7" \
-             "--batch 16 --context 2048 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype bf16"; do
-  vrow "" "main ${shape:0:40}" step10_tensor_cores-pm $shape
-  vrow $PM "pm ${shape:0:40}" step10_tensor_cores-pm $shape
-done
+ab_shapes $PM pm step10_tensor_cores-pm
 for w in mha-batch long-single; do
   vrow "" "main $w" step10_tensor_cores-pm --workload $w
   vrow $PM "pm $w" step10_tensor_cores-pm --workload $w

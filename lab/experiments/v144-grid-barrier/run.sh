@@ -13,14 +13,7 @@ for r in 1 2 3 4; do
   vrow "" "r$r main small-batch" step10_tensor_cores-coop --workload small-batch
   vrow $C "r$r coop small-batch" step10_tensor_cores-coop --workload small-batch
 done
-for shape in "--workload small-batch --splits 4" \
-             "--batch 8 --context 4096 --q-heads 256 --kv-heads 8 --head-dim 128 --dtype bf16" \
-             "--batch 5 --context 700,4096,1,2500,3333 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype f16 --splits 8" \
-             "--batch 3 --context 4096 --q-heads 8 --kv-heads 8 --head-dim 128 --dtype bf16 --splits 7" \
-             "--batch 16 --context 2048 --q-heads 32 --kv-heads 8 --head-dim 128 --dtype bf16"; do
-  vrow "" "main ${shape:0:40}" step10_tensor_cores-coop $shape
-  vrow $C "coop ${shape:0:40}" step10_tensor_cores-coop $shape
-done
+ab_shapes $C coop step10_tensor_cores-coop
 adv $C "coop bf16" step10_tensor_cores-coop --dtype bf16 --head-dim 128
 adv $C "coop f16" step10_tensor_cores-coop --dtype f16 --head-dim 128
 echo "end at $(date +%T)"
