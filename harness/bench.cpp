@@ -21,6 +21,7 @@ namespace pa::bench {
 namespace {
 
 double g_roof_gbps = 0;  // measured at start-up (0 without a GPU)
+int g_named_rounds = 0;  // register_named_rounds' rounds (0: none registered), stamped in the context
 
 bool gpu_here() { return cuda_built() && gpu::available(); }
 
@@ -273,6 +274,18 @@ void register_gpu(const std::string& bench_name, int step, const std::string& wo
       ->Unit(benchmark::kMillisecond);
 }
 
+/// Registers `bare_read/gpu/<workload>/once` and `.../per-query-head` (bare_read_benchmark).
+void register_bare_reads(const std::string& workload) {
+  for (const bool per_query_head : {false, true})
+    benchmark::RegisterBenchmark(cat("bare_read/gpu/", workload, per_query_head ? "/per-query-head" : "/once").c_str(),
+                                 [workload, per_query_head](benchmark::State& s) {
+                                   bare_read_benchmark(s, workload, per_query_head);
+                                 })
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
+}
+
 }  // namespace
 
 Cached& cached(const std::string& name) {
@@ -310,8 +323,8 @@ Cached& cached(const std::string& name) {
 void register_step(int step) {
   const std::string name = kernel(step, Backend::emulator).name;
   if (gpu_here()) {
-    std::vector<std::string> workloads = named_workloads();
-    workloads.push_back("gqa-batch-nhd");
+    // The named workloads' plain rows are register_named_rounds'.
+    std::vector<std::string> workloads = {"gqa-batch-nhd"};
     for (int context : kSweepContexts) workloads.push_back("sweep-" + std::to_string(context));
     for (const std::string& workload : workloads) register_gpu(name + "/gpu/" + workload, step, workload, {});
     // The cost of the checked mode: `stepNN_name/gpu/<workload>/checked` times each named
@@ -347,17 +360,18 @@ void register_shape_sweeps(const std::vector<int>& steps) {
         register_gpu(cat(kernel(step, Backend::emulator).name, "/gpu/", workload), step, workload, {});
 }
 
-void register_bare_reads() {
-  if (!gpu_here()) return;
-  for (const std::string& workload : named_workloads())
-    for (const bool per_query_head : {false, true})
-      benchmark::RegisterBenchmark(cat("bare_read/gpu/", workload, per_query_head ? "/per-query-head" : "/once").c_str(),
-                                   [workload, per_query_head](benchmark::State& s) {
-                                     bare_read_benchmark(s, workload, per_query_head);
-                                   })
-          ->UseManualTime()
-          ->Iterations(1)
-          ->Unit(benchmark::kMillisecond);
+void register_named_rounds(const std::vector<int>& steps, int rounds) {
+  if (!gpu_here() || rounds < 1) return;
+  g_named_rounds = rounds;
+  for (int round = 0; round < rounds; ++round)
+    for (const std::string& workload : named_workloads()) {
+      register_bare_reads(workload);
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        // the rungs in order in even rounds, backwards in odd ones: no rung always runs right after the same one
+        const int step = round % 2 == 0 ? steps[i] : steps[steps.size() - 1 - i];
+        register_gpu(cat(kernel(step, Backend::emulator).name, "/gpu/", workload), step, workload, {});
+      }
+    }
 }
 
 int main(int argc, char** argv) {
@@ -383,6 +397,9 @@ int main(int argc, char** argv) {
     // The rows whose launch takes longer than this take fewer launches a median (gpu_benchmark).
     benchmark::AddCustomContext("long_launch_ms", format_fixed(kLongLaunchMs, 0));
     benchmark::AddCustomContext("long_launch_runs", std::to_string(kLongLaunchRuns));
+    // How many times each named workload's rows ran, taking turns (register_named_rounds); the
+    // rows of a name are that many entries of the JSON, and scripts/results takes their median.
+    if (g_named_rounds > 0) benchmark::AddCustomContext("named_rounds", std::to_string(g_named_rounds));
   } else {
     benchmark::AddCustomContext("gpu", cat("none: ", gpu::unavailable_reason()));
   }

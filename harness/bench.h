@@ -3,7 +3,7 @@
 /// The benchmarks every kernel step shares (Google Benchmark). A step's bench.cpp is one line,
 /// `PA_STEP_BENCHMARK_MAIN(NN)`; `bench_ladder` registers every step in one program.
 ///
-/// Registered per step:
+/// Registered for the steps together (register_named_rounds):
 ///  - `stepNN_name/gpu/<workload>` for each named workload of docs/design/BENCHMARKS.md, when a GPU is
 ///    present: median device time of 20 launches (5 where one launch takes over 10 ms; CUDA
 ///    events, L2 flushed before each, two warm-ups), counters GB/s (decimal), % of the roof
@@ -12,6 +12,10 @@
 ///    `variant`: the step's own knobs only); the output is checked against the oracle on sampled
 ///    sequences after the timed runs.
 ///    Checked mode (DecodeView::checked) is off in these timings: they time the kernel alone.
+///  - `bare_read/gpu/<workload>/once` and `.../per-query-head`: the bare reads of each named
+///    workload (see register_named_rounds).
+///
+/// Registered per step (register_step):
 ///  - `stepNN_name/gpu/<workload>/checked`: the same with checked mode on (its check kernel ahead
 ///    of each launch): the mode's cost is its time minus the row's.
 ///  - `stepNN_name/gpu/gqa-batch-nhd`: gqa-batch with token-major pages (`[page][slot][head][dim]`
@@ -33,7 +37,23 @@
 
 namespace pa::bench {
 
-/// Registers the benchmarks of kernel step \p step.
+/// Registers the named workloads' rows of \p steps (`stepNN_name/gpu/<workload>`) and their bare
+/// reads, when a GPU is present, in \p rounds rounds: each round takes the workloads in turn, and
+/// for each its bare reads, then every step's row, the steps in order in the first round, the
+/// third, .. and backwards in the others. So the rungs compared on a workload take turns on one
+/// machine, none always right after the same one, instead of each running its rows minutes after
+/// the rung before, on a GPU that has warmed and may clock lower (step 10 against step 09 on
+/// mha-batch: 0.5% behind run rung after rung, level in ten interleaved repetitions,
+/// lab/perf-log.md v110). A row's name repeats once a round in the JSON; scripts/results takes
+/// the median entry. The rounds are stamped in the context as `named_rounds`.
+///
+/// The bare reads, `bare_read/gpu/<workload>/once` and `.../per-query-head`: the workload's bytes
+/// read by a kernel that does nothing else, in the access pattern of a kernel that reads each KV
+/// head's bytes once (step 08 on) or once per query head of its group (steps 03-07); the fastest
+/// of a few chunk sizes and thread counts, counters as for the steps.
+void register_named_rounds(const std::vector<int>& steps, int rounds);
+
+/// Registers the benchmarks of kernel step \p step other than register_named_rounds' rows.
 void register_step(int step);
 
 /// Registers the shape sweeps of docs/design/BENCHMARKS.md for each of \p steps from step 08 on
@@ -42,17 +62,10 @@ void register_step(int step);
 /// 8192 tokens, 8 KV heads, bf16, page 16) and change one thing of it:
 ///  - `stepNN_name/gpu/group-<g>`: 8·g query heads, g = 1, 2, 3, 5, 6, 7, 8, 12, 16, 32;
 ///  - `stepNN_name/gpu/head-dim-<d>`: head dim d, d = 64, 80, 96, 112, 256.
-/// g = 4 and d = 128 are gqa-batch, which register_step times already. Each point is
+/// g = 4 and d = 128 are gqa-batch, which register_named_rounds times already. Each point is
 /// registered for every step in turn, so it is built once and freed when the next is built:
 /// one point (1 to 4 GB of K/V) is held at a time, next to the named workloads.
 void register_shape_sweeps(const std::vector<int>& steps);
-
-/// Registers `bare_read/gpu/<workload>/once` and `.../per-query-head` for each named workload
-/// when a GPU is present: the workload's bytes read by a kernel that does nothing else, in the
-/// access pattern of a kernel that reads each KV head's bytes once (step 08 on) or once per
-/// query head of its group (steps 03-07). The fastest of a few chunk sizes and thread counts;
-/// counters as for the steps. `bench_ladder` registers them after the steps.
-void register_bare_reads();
 
 /// A workload, built once per process and kept on the host and the device.
 struct Cached {
@@ -75,9 +88,10 @@ int main(int argc, char** argv);
 }  // namespace pa::bench
 
 /// The whole of a kernel step's bench.cpp.
-#define PA_STEP_BENCHMARK_MAIN(step)          \
-  int main(int argc, char** argv) {           \
-    pa::bench::register_step(step);           \
-    pa::bench::register_shape_sweeps({step}); \
-    return pa::bench::main(argc, argv);       \
+#define PA_STEP_BENCHMARK_MAIN(step)              \
+  int main(int argc, char** argv) {               \
+    pa::bench::register_named_rounds({step}, 1);  \
+    pa::bench::register_step(step);               \
+    pa::bench::register_shape_sweeps({step});     \
+    return pa::bench::main(argc, argv);           \
   }

@@ -671,6 +671,16 @@ class Ladder:
                                 pct_datasheet, floor, ratio, speedup, versus, bare, over_bare))
         return rows
 
+    def named_rounds(self) -> int:
+        """How many rounds the named workloads' rows ran in (the context key named_rounds, harness/bench.h);
+        1 for a run from before the rounds."""
+        if self.gpu is None:
+            return 1
+        try:
+            return max(1, int(self.gpu.ctx("named_rounds", "1")))
+        except ValueError:
+            return 1
+
     def runs_per_median(self) -> Optional[int]:
         """The launches most GPU rows take their median of (the counter runs), or None."""
         counts = self._runs_counts()
@@ -992,8 +1002,15 @@ def _method_line(ladder: Ladder) -> str:
         low, high = clocks
         span = f"was {low:.0f} MHz throughout" if high - low < 0.01 * high else f"ranged from {low:.0f} to {high:.0f} MHz"
         clock = f" The SM clock, measured after each row's runs, {span}."
+    rounds = ""
+    named_rounds = ladder.named_rounds()
+    if named_rounds > 1:
+        # harness/bench.h, register_named_rounds: a row's name repeats once a round in the JSON.
+        rounds = (f" The named workloads' rows and their bare reads ran in {named_rounds} rounds, every rung's row of "
+                  "a workload one after another in each, backwards every other round; each of their times is the "
+                  f"median of its {named_rounds}.")
     return (f"Each time is the {median}, CUDA events, {flush}; "
-            "bytes = K+V+q+out+tables per docs/design/BENCHMARKS.md." + clock)
+            "bytes = K+V+q+out+tables per docs/design/BENCHMARKS.md." + rounds + clock)
 
 
 def readme_region(ladder: Ladder) -> str:

@@ -314,6 +314,29 @@ class NumbersTest(unittest.TestCase):
         self.assertIsNone(self.ladder.fewer_runs())
         self.assertIn("median of 20 runs, CUDA events", rl.step_region(self.ladder, 3))
 
+    def test_rounds_of_the_named_rows_keep_the_median_entry_and_the_method_says_so(self):
+        # harness/bench.h, register_named_rounds: a row's name once a round, in turn with the other rungs.
+        data = gpu_run()
+        data["benchmarks"] += [gpu_bench(3, "gqa-batch", 2.6, 385.0), gpu_bench(3, "gqa-batch", 2.2, 455.0),
+                               bare_bench("gqa-batch", "per-query-head", 0.45, 4400.0),
+                               bare_bench("gqa-batch", "per-query-head", 0.41, 4850.0),
+                               bare_bench("gqa-batch", "per-query-head", 0.43, 4650.0)]
+        data["context"]["named_rounds"] = "3"
+        ladder = rl.load(self.tree.root, gpu_path=self.tree.write("rounds.json", data))
+        self.assertEqual(ladder.named_rounds(), 3)
+        # step 03's three entries 2.0, 2.6 and 2.2 ms: the middle one, with its own counters
+        result = ladder.gpu.results[(3, KERNELS[3], "gpu", "gqa-batch")]
+        self.assertAlmostEqual(result.seconds, 2.2e-3)
+        self.assertEqual(result.counter("GB/s"), 455.0)
+        cells = {r[0]: r for r in table_rows(rl.step_region(ladder, 3))}
+        self.assertEqual(cells["`gqa-batch`"][7:9], ["0.430", "5.12×"])  # bare read: 0.43 of 0.41 / 0.43 / 0.45 ms
+        self.assertIn("ran in 3 rounds, every rung's row of a workload one after another in each, backwards every "
+                      "other round; each of their times is the median of its 3.", rl.step_region(ladder, 3))
+        self.assertEqual(self.ladder.named_rounds(), 1)  # a run from before the rounds, and the text says none
+        self.assertNotIn("rounds", rl.step_region(self.ladder, 3))
+        data["context"]["named_rounds"] = "x"
+        self.assertEqual(rl.load(self.tree.root, gpu_path=self.tree.write("bad.json", data)).named_rounds(), 1)
+
     def test_formats(self):
         self.assertEqual(rl.fmt_ms(2.0e-3), "2.00")
         self.assertEqual(rl.fmt_ms(4.123e-5), "0.0412")
