@@ -375,7 +375,10 @@ def _result_of(key: Key, entries: List[dict]) -> Result:
         bench = aggregates[0]
     elif len(entries) == 1:
         bench = entries[0]
-    else:  # repetitions without aggregates: the entry with the median time
+    elif any(e.get("error_occurred") or e.get("skipped") for e in entries):
+        # a round that failed (its output check, say) fails the row, whatever the other rounds timed
+        bench = next(e for e in entries if e.get("error_occurred") or e.get("skipped"))
+    else:  # repetitions without aggregates (bench_ladder's rounds): the entry with the median time
         ordered = sorted(entries, key=lambda e: float(e.get("real_time", 0.0)))
         bench = ordered[(len(ordered) - 1) // 2]
     error = None

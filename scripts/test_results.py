@@ -336,6 +336,11 @@ class NumbersTest(unittest.TestCase):
         self.assertNotIn("rounds", rl.step_region(self.ladder, 3))
         data["context"]["named_rounds"] = "x"
         self.assertEqual(rl.load(self.tree.root, gpu_path=self.tree.write("bad.json", data)).named_rounds(), 1)
+        # one round whose output check failed fails the row, though the two others timed it
+        data["benchmarks"].append(refused_bench(3, "gqa-batch", "output check after timing failed: seq 0 head 1"))
+        failed = rl.load(self.tree.root, gpu_path=self.tree.write("failed.json", data))
+        self.assertEqual(failed.gpu.results[(3, KERNELS[3], "gpu", "gqa-batch")].error,
+                         "output check after timing failed: seq 0 head 1")
 
     def test_formats(self):
         self.assertEqual(rl.fmt_ms(2.0e-3), "2.00")
