@@ -42,9 +42,8 @@ namespace pa::bench {
 /// for each its bare reads, then every step's row, the steps in order in the first round, the
 /// third, .. and backwards in the others. So the rungs compared on a workload take turns on one
 /// machine, none always right after the same one, instead of each running its rows minutes after
-/// the rung before, on a GPU that has warmed and may clock lower (step 10 against step 09 on
-/// mha-batch: 0.5% behind run rung after rung, level in ten interleaved repetitions,
-/// lab/perf-log.md v110). A row's name repeats once a round in the JSON; scripts/results takes
+/// the rung before's (step 10 against step 09 on mha-batch: 0.5% behind run rung after rung,
+/// level in ten interleaved repetitions, lab/perf-log.md v110). A row's name repeats once a round in the JSON; scripts/results takes
 /// the median entry. The rounds are stamped in the context as `named_rounds`.
 ///
 /// The bare reads, `bare_read/gpu/<workload>/once` and `.../per-query-head`: the workload's bytes
