@@ -6,9 +6,9 @@
 #include "kernels/registry.h"
 #include "steps/bench_entry_point.h"
 
-/// Rounds of the named workloads' rows (harness/bench.h): a median of three, so one round run on
-/// a warmer or slower moment of the machine decides no comparison of rungs; each round takes
-/// about 20 s of GPU time, most of it steps 02 and 03.
+/// Rounds of the named workloads' rows (harness/bench.h): a median of three, so no one round decides
+/// a comparison of rungs. A round adds about 16 s to a run (lab/perf-log.md v146: 607 rows in 151 s
+/// on an H100, against 119 s for one round on an H200), most of it steps 02 and 03.
 constexpr int kNamedRounds = 3;
 
 int main(int argc, char** argv) {
