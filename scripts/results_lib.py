@@ -368,6 +368,11 @@ def order_workloads(workloads: Iterable[str]) -> List[str]:
     return known + sorted(present - set(known))
 
 
+def _failed(bench: dict) -> bool:
+    """Whether a Google Benchmark entry failed or was skipped (its error or skip message says why)."""
+    return bool(bench.get("error_occurred") or bench.get("skipped"))
+
+
 def _result_of(key: Key, entries: List[dict]) -> Result:
     step, kernel, kind, workload = key
     aggregates = [e for e in entries if e.get("run_type") == "aggregate"]
@@ -375,14 +380,13 @@ def _result_of(key: Key, entries: List[dict]) -> Result:
         bench = aggregates[0]
     elif len(entries) == 1:
         bench = entries[0]
-    elif any(e.get("error_occurred") or e.get("skipped") for e in entries):
-        # a round that failed (its output check, say) fails the row, whatever the other rounds timed
-        bench = next(e for e in entries if e.get("error_occurred") or e.get("skipped"))
+    elif any(_failed(e) for e in entries):  # a round that failed (its output check, say) fails the row
+        bench = next(e for e in entries if _failed(e))
     else:  # repetitions without aggregates (bench_ladder's rounds): the entry with the median time
         ordered = sorted(entries, key=lambda e: float(e.get("real_time", 0.0)))
         bench = ordered[(len(ordered) - 1) // 2]
     error = None
-    if bench.get("error_occurred") or bench.get("skipped"):
+    if _failed(bench):
         error = str(bench.get("error_message") or bench.get("skip_message") or "error")
     seconds = None
     if error is None and isinstance(bench.get("real_time"), (int, float)):
