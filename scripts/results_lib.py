@@ -681,12 +681,8 @@ class Ladder:
     def named_rounds(self) -> int:
         """How many rounds the named workloads' rows ran in (the context key named_rounds, harness/bench.h);
         1 for a run from before the rounds."""
-        if self.gpu is None:
-            return 1
-        try:
-            return max(1, int(self.gpu.ctx("named_rounds", "1")))
-        except ValueError:
-            return 1
+        rounds = self.gpu.ctx_float("named_rounds") if self.gpu is not None else None
+        return max(1, int(rounds)) if rounds else 1
 
     def runs_per_median(self) -> Optional[int]:
         """The launches most GPU rows take their median of (the counter runs), or None."""
