@@ -12,7 +12,7 @@
 /// still in registers, to the matrix multiply by V. A program is one warp for each 16 heads of
 /// the group and each 64 output channels (kShape; shape_for says where another shape is used),
 /// sharing one pipeline of asynchronous copies: K and V go to shared memory a tile of 32 tokens
-/// (64 at head dim 112) at a time, two tiles in flight, in a swizzled layout that `ldmatrix`
+/// (64 at head dim 112 for a group of up to 16 heads) at a time, two tiles in flight, in a swizzled layout that `ldmatrix`
 /// reads out in fragment order without bank conflicts. Step 09's block-table prefetch, its merge
 /// of up to 8 splits and the overlapped merge launch are kept (with one split the split kernel
 /// writes the output itself; more than 8 splits merge with merge_row). The split count is step
