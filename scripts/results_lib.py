@@ -1244,7 +1244,7 @@ def shape_sweep_table(ladder: Ladder, sweep: ShapeSweep) -> str:
 
 def sweeps_region(ladder: Ladder) -> str:
     """The text between `<!-- sweeps:begin -->` and `<!-- sweeps:end -->`: the shape sweeps of
-    docs/design/BENCHMARKS.md (group size, head dim), one table each, every rung from step 08 on.
+    docs/design/BENCHMARKS.md (group size, head dim, one sequence's context), one table each, every rung from step 08 on.
 
     A page asks for it by holding the two markers (README.md and any steps/NN_name/README.md,
     step 10's included); `scripts/results` fills every such region with the same text, and

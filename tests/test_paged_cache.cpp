@@ -713,6 +713,7 @@ TEST_CASE("cache: the fp8 write path divides by the pool's scale, rounds to e4m3
   REQUIRE(got.keys[0] == 224.0f);
   REQUIRE(got.keys[1] == -224.0f);
   REQUIRE(cache.key_pool().size() == static_cast<std::size_t>(config.num_blocks * row * config.block_size));  // one byte an element
+  free_all_and_require_whole(cache);
   CacheConfig bad = small_config(pa::DType::e4m3);
   bad.k_scale = 0.0f;
   PA_REQUIRE_THROWS_AS_WITH(PagedKVCache{bad}, pa::ArgumentError, "k_scale");
