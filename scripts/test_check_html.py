@@ -205,6 +205,12 @@ class ScriptTest(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertIn("guide.html: render: a guide page of docs/pages that is not in the html folder", result.stdout)
 
+    def test_browser_mode_with_no_guides_folder_exits_2(self):
+        result = self.run_script("--browser", "--chromium", self.stand_in_browser(), "--guides", str(self.tmp / "nope"),
+                                 str(self.html))
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertIn("--guides " + str(self.tmp / "nope") + ": no such folder", result.stderr)
+
     def test_browser_mode_without_a_browser_exits_2(self):
         result = self.run_script("--browser", "--chromium", str(self.tmp / "no-such-browser"), str(self.html))
         self.assertEqual(result.returncode, 2)

@@ -80,6 +80,14 @@ class ParseTest(unittest.TestCase):
                                 capture_output=True, text=True, check=False)
         self.assertEqual(result.returncode, 1)
         self.assertIn("README.md:5: build/current/steps/step03_naive_decode --hlep: exit 2", result.stderr)
+        # A program that is there but cannot run is a finding with its reason, not a traceback.
+        (self.root / "README.md").write_text(PAGE, encoding="utf-8")
+        os.chmod(program, 0o644)
+        result = subprocess.run([sys.executable, str(SCRIPT), "--root", str(self.root), "run", str(build)],
+                                capture_output=True, text=True, check=False)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertIn("step03_naive_decode --help: " + str(program) + " cannot run: ", result.stderr)
 
 
 if __name__ == "__main__":
