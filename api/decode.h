@@ -97,7 +97,7 @@ DecodePlan plan_decode(const DecodeProblem& problem, Backend backend);
 /// list by these lengths (choose_rungs); an empty span is plan_decode without lengths. The plan
 /// stays right for any lengths of its problem (each launch reads them on the backend's side, so
 /// a CUDA graph of it replays with new ones); it is balanced for these. Throws ArgumentError
-/// "pa::plan_decode: context_lens: ..." for a count other than problem.num_seqs, and
+/// "pa::plan_decode: context_lens.size(): ..." for a count other than problem.num_seqs, and
 /// "pa::plan_decode: context_lens[i]: ..." for a length outside [0, max_context_len].
 DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_t> context_lens, Backend backend,
                        const DeviceLimits& device);
@@ -116,8 +116,8 @@ DecodePlan plan_decode(const DecodeProblem& problem, std::span<const std::int32_
 /// entries are checked too: in host memory before the launch on the emulator ("pa::decode: ..."),
 /// on the device on CUDA, where a bad one is raised with the rung's name at the host's next wait
 /// (gpu::synchronize, a download); and on CUDA each pointer must be memory the device reaches
-/// (gpu::require_device_pointers: pageable host memory, or another device's, is refused; one
-/// driver query a pointer). On CUDA the call is asynchronous on \p stream (a cudaStream_t;
+/// (gpu::require_device_pointers: pageable host memory the device cannot read, or another
+/// device's memory, is refused; one driver query a pointer). On CUDA the call is asynchronous on \p stream (a cudaStream_t;
 /// nullptr is the default stream), allocates nothing and waits for nothing, so a CUDA graph may
 /// capture it; on the emulator \p stream is ignored and the call returns when the output is
 /// written.
