@@ -68,7 +68,7 @@ e4m3_t float_to_e4m3(float value) {
   if (magnitude > 0x7f800000u) return {0x7f};  // NaN (CUDA gives 0x7f whatever the sign)
   // 464 = 448 + half an ulp (ulp 32 at 2^8): from there on a value would round to 480, which
   // e4m3 does not have; saturate. 464 itself is a tie between 448 (mantissa 110) and 480
-  // (odd would be 111 = NaN); to nearest even it goes up, so it saturates too.
+  // (odd would be 111 = NaN); to nearest even it goes to 448, which is what saturating gives.
   if (magnitude >= 0x43e80000u) return {static_cast<std::uint8_t>(sign | 0x7eu)};
   if (magnitude >= 0x3c800000u) {
     // Normal e4m3 (|x| >= 2^-6): rebias the exponent (127 -> 7), keep 3 mantissa bits, round

@@ -119,8 +119,8 @@ struct Workload {
 /// threads, and hnd and nhd workloads hold the same tokens.
 Workload make_workload(const WorkloadSpec& spec);
 /// The same with the fill spread over \p num_threads threads (0: one thread below about a
-/// million elements, else every hardware thread). Every element's value is drawn from
-/// (seed, tensor, element index) alone, so any thread count gives the same bytes.
+/// million elements, else every hardware thread). Every element's value is drawn from its
+/// logical position alone, as above, so any thread count gives the same bytes.
 Workload make_workload(const WorkloadSpec& spec, int num_threads);
 
 /// The emulator's default: small enough that every step finishes in well under a second.

@@ -22,7 +22,10 @@
 ///    instead of `[page][head][slot][dim]`), the layout comparison of step 05's page.
 ///  - `stepNN_name/gpu/sweep-<context>`: the same for a context-length sweep (16 sequences of
 ///    gqa-batch's head layout, contexts 512 to 32768).
-///  - `stepNN_name/gpu/group-<g>` and `stepNN_name/gpu/head-dim-<d>` (register_shape_sweeps).
+///  - `stepNN_name/gpu/<workload>/variant-V`: a step with ablations (options.variant) runs each
+///    on the named workloads.
+///  - `stepNN_name/gpu/group-<g>`, `stepNN_name/gpu/head-dim-<d>` and `stepNN_name/gpu/single-<n>`
+///    (register_shape_sweeps).
 ///  - `stepNN_name/emulator/tour`: the emulator on the tour workload (CPU time), with its byte
 ///    count, the bytes a decode step must move, and the knobs its plan ran with.
 ///  - `stepNN_name/traffic/<workload>`: the emulator's byte count on a miniature of each named
@@ -57,13 +60,15 @@ void register_step(int step);
 
 /// Registers the shape sweeps of docs/design/BENCHMARKS.md for each of \p steps from step 08 on
 /// (the steps that read each KV head's K and V once for its query-head group), when a GPU is
-/// present; timed and checked like the named workloads. Both keep gqa-batch's sequences (64 of
-/// 8192 tokens, 8 KV heads, bf16, page 16) and change one thing of it:
+/// present; timed and checked like the named workloads. The first two keep gqa-batch's sequences
+/// (64 of 8192 tokens, 8 KV heads, bf16, page 16) and change one thing of it, the third its
+/// batch and length:
 ///  - `stepNN_name/gpu/group-<g>`: 8·g query heads, g = 1, 2, 3, 5, 6, 7, 8, 12, 16, 32;
-///  - `stepNN_name/gpu/head-dim-<d>`: head dim d, d = 64, 80, 96, 112, 256.
+///  - `stepNN_name/gpu/head-dim-<d>`: head dim d, d = 64, 80, 96, 112, 256;
+///  - `stepNN_name/gpu/single-<n>`: one sequence of n tokens, 1k to 1M, on gqa-batch's heads.
 /// g = 4 and d = 128 are gqa-batch, which register_named_rounds times already. Each point is
 /// registered for every step in turn, so it is built once and freed when the next is built:
-/// one point (1 to 4 GB of K/V) is held at a time, next to the named workloads.
+/// one point (4 MB to 4.3 GB of K/V) is held at a time, next to the named workloads.
 void register_shape_sweeps(const std::vector<int>& steps);
 
 /// A workload, built once per process and kept on the host and the device.

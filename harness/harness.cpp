@@ -766,7 +766,7 @@ void print_launch(int step, const Workload& w, const KernelOptions& options, boo
   }
 }
 
-/// "threads 128, splits 0, tile 2" (0: the kernel's choice).
+/// "threads 128, splits 0, partition 0, tile 2, variant 0" (0: the kernel's choice).
 std::string describe_knobs(const KernelOptions& o) {
   return cat("threads ", o.threads_per_block, ", splits ", o.num_splits, ", partition ", o.partition_tokens, ", tile ",
              o.tile_tokens, ", variant ", o.variant);

@@ -74,8 +74,8 @@ RunOutput run_gpu(const KernelEntry& kernel, const Workload& workload, const Ker
 
 /// Median device time of \p runs launches of \p plan on an uploaded workload (L2 flushed before
 /// each; two warm-up launches first). Used by run_gpu and the benchmarks. With \p checked, each
-/// launch runs in checked mode (DecodeView::checked): the time then includes its two check
-/// kernels, which is what the mode costs.
+/// launch runs in checked mode (DecodeView::checked): the time then includes its check
+/// kernel, which is what the mode costs.
 double time_gpu_launches(const KernelEntry& kernel, DeviceWorkload& device, const LaunchPlan& plan, int runs,
                          bool checked = false);
 
@@ -225,8 +225,9 @@ enum ExitCode : int {
 std::string with_thread_order(const std::string& status);
 
 /// main() of every kernel step program (steps 02 onward): flags choose the workload
-/// (`--batch --context --q-heads --kv-heads --head-dim --page --dtype --seed --layout`), the
-/// kernel's knobs (`--threads --splits`), `--adversarial` runs the whole adversarial set,
+/// (`--batch --context --q-heads --kv-heads --head-dim --page --dtype --kv-dtype --seed --layout`,
+/// or `--workload NAME`), the knobs the kernel declares (`--threads --splits --partition --tile
+/// --variant`), `--adversarial` runs the whole adversarial set,
 /// `--json FILE` writes results (whole or not at all), `--trace SEQ,HEAD` shows what a program
 /// read, `--quiet` prints nothing unless something fails or is refused. Every flag value is
 /// checked, and so is PAGEDATTN_EMU_SHUFFLE. Returns an ExitCode (tests/test_programs.cpp).

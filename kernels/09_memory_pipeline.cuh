@@ -5,8 +5,8 @@
 ///
 /// What changed since step 08 (each idea's effect is measured on the page, as an ablation:
 /// `options.variant` leaves one out):
-///  - K and V travel to shared memory by asynchronous copies (`cp.async`), kStages tiles ahead
-///    of the tile being used: the bytes in flight hold no registers, so a lane can keep several
+///  - K and V travel to shared memory by asynchronous copies (`cp.async`), kStages - 1 tiles
+///    ahead of the tile being used: the bytes in flight hold no registers, so a lane can keep several
 ///    tiles of copies in flight where step 08's register prefetch keeps one token;
 ///  - each thread group walks contiguous streams of tokens, so it looks a page up in the block
 ///    table once per page, and a steady loop without end-of-stream checks covers all but the
@@ -146,7 +146,7 @@ template <class T, int HEAD_DIM, int HEADS>
 using AttendSlices = Slices<T, HEAD_DIM, attend_group_cap<T, HEAD_DIM, HEADS>()>;
 
 /// Tiles a thread's copy slots hold, for \p vectors 16-byte vectors of K (and as many of V) a
-/// tile: four when a tile is one or two vectors a lane, else three (still two tiles, 256 bytes
+/// tile: four when a tile is one or two vectors a lane, else three (still two tiles, 192 bytes
 /// or more a thread, in flight). Variant kOneTileAhead: two.
 __host__ __device__ constexpr int stages_for(int vectors, int variant) {
   return variant == kOneTileAhead ? 2 : vectors <= 2 ? 4 : 3;
@@ -259,7 +259,8 @@ __device__ void online_attend(const DecodeArgs<T>& args, int seq, int first_q_he
   // 16-byte read of a slot is conflict-free, and a slot's distance from the thread's first is a
   // constant, an immediate in the instruction. Variant kInterleavedSlots interleaves the slots
   // of 8 threads instead, [thread / 8][stage][slot][thread % 8]: the banks serve it as well, but
-  // a copy instruction writes four 128-byte pieces 2 KB apart (the page measures the cost).
+  // a copy instruction writes four 128-byte pieces a stage's slots apart (2 KB at one head a pass,
+  // 1 KB at four; the page measures the cost).
   constexpr int kLanes = VARIANT == kInterleavedSlots ? 8 : 32;  // threads whose slots sit side by side
   constexpr int kSlots = TOKENS * 2 * S::kPerThread;             // [token][K, V][vector]
   constexpr int kSlotFloats = kLanes * 4;                        // one slot of kLanes threads, 16 bytes each
@@ -591,7 +592,8 @@ struct WaveShape {
 };
 inline constexpr WaveShape kWaveShape{kWaveWarps * 32, 1};
 /// The fewest tokens of one sequence on one SM (sm_count / pairs of them share it) for the
-/// wave program: at 16 warps an SM, 32 tokens for each of 64 thread groups.
+/// wave program: at 16 warps an SM, 32 tokens for each of 64 thread groups of 8 lanes (one head
+/// a pass), 64 for each of 32 groups of 16 lanes (four heads a pass, as long-single and small-batch).
 inline constexpr int kWaveMinTokens = 2048;
 
 using step05::threads_of;

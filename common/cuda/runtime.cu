@@ -384,8 +384,8 @@ void synchronize(std::string_view what) {
 // last program to finish reads them all (4 bytes a sequence) and writes the record. Which one
 // is last, a count of the programs that finished, is in the scratch too, so two launches with
 // workspaces of their own (two streams) never share it. A workspace holds anything before its
-// first launch (the harness fills it with 0xff), so the count cannot rely on starting at 0: it
-// is tagged with the call (finished_last).
+// first launch (the harness fills it with words of 0x7fffffff), so the count cannot rely on
+// starting at 0: it is tagged with the call (finished_last).
 namespace {
 
 /// What the host raises (raise_table_fault), in mapped pinned host memory (cudaHostAllocMapped):
@@ -413,7 +413,7 @@ struct TableCheck {
   unsigned long long* finished;      ///< the programs that finished, tagged with the call (finished_last)
   std::int32_t* checked_lens;        ///< [num_seqs]: the length, or 0 for a faulty sequence
   std::int32_t* fault_at;            ///< [num_seqs]: -1 none, 0 the length, 1 + e entry e of the row
-  std::uint32_t call;                ///< this call's tag (call_tag): never 0 or 0xffffffff
+  std::uint32_t call;                ///< this call's tag (call_tag): never 0 or a fill
   const char* function;
   FaultRecord* record;               ///< the device's address of the mapped record
 };
@@ -559,7 +559,8 @@ FaultRecord* device_record() {
 }
 
 /// A new call's tag for finished_last: murmur3's finalizer of the call's number (one to one, so
-/// no two of 2^32 calls share one), never 0 (the word between checks) or 0xffffffff (poison).
+/// no two of 2^32 calls share one), never 0 (the word between checks) nor a word a workspace is
+/// commonly filled with: 0xffffffff (bytes of 0xff) and 0x7fffffff (the harness's poison).
 std::uint32_t call_tag() {
   static std::atomic<std::uint32_t> calls{0};
   std::uint32_t x = calls.fetch_add(1, std::memory_order_relaxed);
@@ -568,7 +569,7 @@ std::uint32_t call_tag() {
   x ^= x >> 13;
   x *= 0xc2b2ae35u;
   x ^= x >> 16;
-  return x == 0 || x == 0xffffffffu ? 1 : x;
+  return x == 0 || x == 0x7fffffffu || x == 0xffffffffu ? 1 : x;
 }
 }  // namespace
 
