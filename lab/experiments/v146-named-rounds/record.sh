@@ -1,7 +1,8 @@
 #!/bin/bash
 # The recorded run after v146 (docs/results/README.md, "To record a run"), in one call: on an H200
 # only (the tables are the H200's); scripts/gpu-bench whole, tests, sanitizer, tour, extension,
-# then the benchmarks, from the pack of 7628fd8.
+# then the benchmarks, from build/gpu-pack.tar.xz (scripts/pack-gpu at the commit to record; its
+# JSON's git_revision names it).
 set -u
 name="$(nvidia-smi --query-gpu=name --format=csv,noheader)"; echo "${name}"
 case "${name}" in *H200*) ;; *) echo "not an H200: nothing run"; exit 0 ;; esac
