@@ -62,6 +62,7 @@ TEST_CASE("gpu api: a bad context length is raised at the wait, with the rung's 
   const pa::DecodePlan plan = pa::plan_decode(bad.problem, Backend::cuda);
   const std::string expected =
       error_message([&] { pa::validate_tables(bad.problem, bad.block_tables, bad.context_lens, plan.kernel().name); });
+  REQUIRE(expected.starts_with(std::string(plan.kernel().name) + ": context_lens[1]: "));  // the host check refuses it too
   pa::DeviceWorkload device(bad);
   const pa::DecodeView view = device.view(plan.workspace_bytes());
   REQUIRE(error_message([&] { pa::decode(plan, view, nullptr); }) == "");  // asynchronous: nothing waits

@@ -583,7 +583,6 @@ TEST_CASE("workload: named specs match BENCHMARKS.md", "[workload][named]") {
   REQUIRE(std::count(skew.context_lens.begin(), skew.context_lens.end(), 65536) == 1);
   REQUIRE(std::count(skew.context_lens.begin(), skew.context_lens.end(), 512) == 63);
   const WorkloadSpec uniform = pa::named_spec("ragged-uniform");
-  REQUIRE(uniform.context_lens == pa::named_spec("ragged-uniform").context_lens);
   REQUIRE(*std::min_element(uniform.context_lens.begin(), uniform.context_lens.end()) >= 128);
   REQUIRE(*std::max_element(uniform.context_lens.begin(), uniform.context_lens.end()) <= 16384);
   REQUIRE(std::set<int>(uniform.context_lens.begin(), uniform.context_lens.end()).size() > 32);  // really spread

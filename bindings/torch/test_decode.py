@@ -21,8 +21,8 @@ and fp8 K/V), another CUDA stream (and a decode queued there while its plan is d
 graph, and the errors: each bad argument is refused with ArgumentError naming it.
 
 A failure prints the shape and the command that runs that case alone. The last line is
-"N passed, N failed"; exit 0 when every check passed, 1 otherwise. --device cpu runs the emulator
-(slow: use --quick).
+"N passed, N failed"; exit 0 when every check passed, 1 otherwise, 2 for a bad argument (argparse's,
+or a --case that no shape of the grid has). --device cpu runs the emulator (slow: use --quick).
 """
 
 import argparse
@@ -612,6 +612,9 @@ def main() -> int:
     cases = grid(args.quick)
     if args.case is not None:
         cases = [case for case in cases if case.number == args.case]
+        if not cases:
+            print(f"test_decode.py: --case {args.case}: no shape of the grid has that number", file=sys.stderr)
+            return 2
     rungs = {}
     worst = {}
     for case in cases:
