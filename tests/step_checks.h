@@ -482,8 +482,8 @@ inline void check_nan_in_value(Backend backend, int step, bool fp8_kv = false) {
 
 /// A step whose logits live in shared memory (04, 05) runs at its length cap, the longest
 /// context its plan accepts on the device, and refuses one token more naming max_context_len and
-/// that cap (docs/design/CATALOGUE.md N4 "the maximum", R3); a step that plans 2^22 tokens has no
-/// cap and nothing to check here.
+/// that cap (docs/design/CATALOGUE.md N4 "the maximum", R3); every other step must plan 2^22
+/// tokens, so a cap that appears where none belongs fails too.
 inline void check_length_cap(Backend backend, int step) {
   const KernelEntry& entry = kernel(step, backend);
   const DeviceLimits device = backend == Backend::cuda ? gpu::device_info().limits : DeviceLimits::pretend_h200();
