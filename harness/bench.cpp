@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -217,16 +218,26 @@ void bare_read_benchmark(benchmark::State& state, const std::string& workload_na
 }
 // [bare_read]
 
-void emulator_benchmark(benchmark::State& state, int step) {
-  const KernelEntry& entry = kernel(step, Backend::emulator);
-  const Workload workload = make_workload(tour_spec());
+/// Runs \p entry on \p workload in the emulator once an iteration of \p state; nothing (the row
+/// skipped with the refusal's message) where the rung does not run the workload (fp8 K/V before
+/// step 12).
+std::optional<RunOutput> emulate_or_skip(benchmark::State& state, const KernelEntry& entry, const Workload& workload) {
   RunOutput run;
   try {
     for (auto _ : state) run = run_emulator(entry, workload, {});
-  } catch (const ArgumentError& refused) {  // a rung that does not run this workload (fp8 K/V before step 12)
+  } catch (const ArgumentError& refused) {
     state.SkipWithError(cat("refused: ", refused.what()).c_str());
-    return;
+    return std::nullopt;
   }
+  return run;
+}
+
+void emulator_benchmark(benchmark::State& state, int step) {
+  const KernelEntry& entry = kernel(step, Backend::emulator);
+  const Workload workload = make_workload(tour_spec());
+  const std::optional<RunOutput> emulated = emulate_or_skip(state, entry, workload);
+  if (!emulated) return;
+  const RunOutput& run = *emulated;
   state.counters["emu_bytes"] = static_cast<double>(run.traffic.total_read() + run.traffic.total_written());
   state.counters["bytes_moved"] = static_cast<double>(workload.bytes_moved());
   set_knob_counters(state, entry, run.plan.options);
@@ -250,13 +261,9 @@ void traffic_benchmark(benchmark::State& state, int step, const std::string& nam
   const KernelEntry& entry = kernel(step, Backend::emulator);
   const auto [spec, factor] = miniature(name);
   const Workload workload = make_workload(spec);
-  RunOutput run;
-  try {
-    for (auto _ : state) run = run_emulator(entry, workload, {});
-  } catch (const ArgumentError& refused) {  // a rung that does not run this workload (fp8 K/V before step 12)
-    state.SkipWithError(cat("refused: ", refused.what()).c_str());
-    return;
-  }
+  const std::optional<RunOutput> emulated = emulate_or_skip(state, entry, workload);
+  if (!emulated) return;
+  const RunOutput& run = *emulated;
   const double counted = static_cast<double>(run.traffic.total_read() + run.traffic.total_written());
   state.counters["predicted_bytes"] = counted * factor;
   state.counters["scale"] = factor;
