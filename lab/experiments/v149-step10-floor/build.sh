@@ -3,9 +3,9 @@
 # next/v149-floor, trial.patch on main), linked with the objects of build/cuda (a configured and
 # built tree of main), head dim 128 only. Usage: build.sh NAME [flags: -DPA_TRIAL_NO_MATH,
 # -DPA_TRIAL_STAGES=3]. Writes build/v149/step10_tensor_cores-NAME; with no NAME given, builds
-# the four programs run.sh times, plus v134's overhead and v135's few_read (the same machine's
-# floors). WT, BRANCH, PATCH and DEST (relative to build/) let a later trial (v150) build its own patch
-# into its own folder the same way.
+# the five programs run.sh times, plus v134's overhead and v135's few_read (the same machine's
+# floors). WT, BRANCH, PATCH and DEST (relative to build/) let a later trial (v150, v151) build
+# with its own patch, applied over this one's, into its own folder the same way.
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [[ $# -eq 0 ]]; then
@@ -23,7 +23,8 @@ cd /work/main/build/cuda
 V=$1; shift
 W=${WT:-/tmp/wt149}
 D=${DEST:-v149}
-[[ -d $W ]] || { git -C /work/main worktree add -q -b ${BRANCH:-next/v149-floor} $W main && git -C $W apply ${PATCH:-$HERE/trial.patch}; }
+# A later trial's PATCH goes on top of this one's.
+[[ -d $W ]] || { git -C /work/main worktree add -q -b ${BRANCH:-next/v149-floor} $W main && git -C $W apply $HERE/trial.patch && { [[ -z ${PATCH:-} ]] || git -C $W apply $PATCH; }; }
 mkdir -p /tmp/var149 ../$D
 F="-DBOOST_ALL_NO_LIB -DPAGEDATTN_HAVE_CUDA=1 -DPA_HEAD_DIMS=128 $*"
 # -Wno-unused: the no-math build leaves the tile's offsets and the scale unused

@@ -1,5 +1,5 @@
 #!/bin/bash
-# v150 trial builds: v149's build.sh run with this trial's patch (v149's macros and two more:
+# v150 trial builds: v149's build.sh run with this trial's patch (over v149's, two more macros:
 # PA_TRIAL_MATH_LAST, the arithmetic of each program's last tile alone; PA_TRIAL_MATH_BUT_LAST,
 # that of every tile but the last), in the worktree /tmp/wt150 (branch next/v150-math-tail),
 # into build/v150: base, nomath, mlast, mbutlast (head dim 128).
