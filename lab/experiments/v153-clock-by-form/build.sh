@@ -14,3 +14,11 @@ cp build/v150/step10_tensor_cores-base build/v153/base
 cp build/v150/step10_tensor_cores-nomath build/v153/nomath
 cp /tmp/var/step10_tensor_cores-n build/v153/n
 ls -la build/v153
+# build/v153h: the short form's programs with v149's for run3.sh, under the 64 MiB a call carries
+# (step10 there is v149's base, main's kernel at head dim 128); needs build/v149 (v149's build.sh).
+mkdir -p build/v153h
+cp build/v153/step09 build/v153/n build/v153h/
+cp build/v149/step10_tensor_cores-base build/v153h/step10
+cp build/v149/step10_tensor_cores-nomath build/v153h/nomath
+cp build/v149/step10_tensor_cores-{base,nomath,ob3} build/v149/overhead build/v153h/
+ls -la build/v153h
