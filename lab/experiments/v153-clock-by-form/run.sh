@@ -16,10 +16,10 @@ ncu --query-metrics --chip gh100 2>/dev/null | grep -iE "^sm__(inst_executed_pip
 M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__cycles_elapsed.max,dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum
 T=$(ncu --query-metrics --chip gh100 2>/dev/null | grep -oE "^sm__inst_executed_pipe_tensor_op_hmma\b" | head -1)
 [[ -n $T ]] && M=$M,$T.sum
-probe() {  # label vars program workload: one line a profiled launch
-  local label=$1 vars=$2 prog=$3 w=$4
+probe() {  # label vars program workload [flags]: one line a profiled launch
+  local label=$1 vars=$2 prog=$3 w=$4; shift 4
   env $vars timeout 120 ncu --clock-control none -k regex:split_decode --launch-skip 2 --launch-count 3 --csv \
-    --metrics $M $B/$prog --workload $w --runs 6 2>/dev/null > /tmp/ncu-$label-$w.csv
+    --metrics $M $B/$prog --workload $w "$@" --runs 6 2>/dev/null > /tmp/ncu-$label-$w.csv
   python3 - /tmp/ncu-$label-$w.csv "$label" "$w" <<'PY'
 import csv, sys
 path, label, w = sys.argv[1:]
@@ -44,6 +44,7 @@ for i, m in by.items():
           f"  inst {f('smsp__inst_executed.sum')/1e6:6.1f} M" + (f"  hmma {f(hm[0])/1e6:5.2f} M" if hm else ''))
 PY
 }
+[[ -n ${PROBES_ONLY:-} ]] && return 0
 for w in gqa-batch small-batch; do
   echo "== ncu $w ($(date +%T))"
   probe s09 "" step09 $w
