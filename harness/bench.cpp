@@ -169,8 +169,9 @@ void gpu_benchmark(benchmark::State& state, int step, const std::string& workloa
     }
     state.SetIterationTime(median);
   }
-  // The clock the timed launches ran at (it moves with temperature and power within a run):
-  // read before the host's check below leaves the GPU idle.
+  // The SM clock right after the timed launches (it moves with temperature and power within a
+  // run; a kernel that issues mma ran below it: measure_sm_clock_mhz): read before the host's
+  // check below leaves the GPU idle.
   state.counters["sm_mhz"] = gpu::measure_sm_clock_mhz();
   // The output of the last timed launch, checked after timing (sampled rows: the full oracle on
   // gigabytes of K/V would take minutes on the host).

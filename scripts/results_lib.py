@@ -1004,7 +1004,10 @@ def _method_line(ladder: Ladder) -> str:
     if clocks is not None:
         low, high = clocks
         span = f"was {low:.0f} MHz throughout" if high - low < 0.01 * high else f"ranged from {low:.0f} to {high:.0f} MHz"
-        clock = f" The SM clock, measured after each row's runs, {span}."
+        # bench.cpp reads it with a one-thread probe kernel; v153 measured kernels that issue mma
+        # at 1.76-1.82 GHz by ncu's cycle count where nvidia-smi read 1980 MHz.
+        clock = (f" The SM clock, measured after each row's runs by a one-thread kernel, {span}; a kernel "
+                 "that issues tensor-core `mma` instructions runs below that clock while it does (`lab/perf-log.md`, v153).")
     rounds = ""
     named_rounds = ladder.named_rounds()
     if named_rounds > 1:

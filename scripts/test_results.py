@@ -398,10 +398,12 @@ class NumbersTest(unittest.TestCase):
         for bench in data["benchmarks"]:
             bench["sm_mhz"] = 1980.0
         steady = rl.load(self.tree.root, gpu_path=self.tree.write("steady.json", data))
-        self.assertIn("The SM clock, measured after each row's runs, was 1980 MHz throughout.", rl.step_region(steady, 3))
+        self.assertIn("The SM clock, measured after each row's runs by a one-thread kernel, was 1980 MHz throughout;",
+                      rl.step_region(steady, 3))
+        self.assertIn("runs below that clock while it does", rl.step_region(steady, 3))
         data["benchmarks"][2]["sm_mhz"] = 1755.0
         moved = rl.load(self.tree.root, gpu_path=self.tree.write("moved.json", data))
-        self.assertIn("ranged from 1755 to 1980 MHz.", rl.step_region(moved, 3))
+        self.assertIn("ranged from 1755 to 1980 MHz;", rl.step_region(moved, 3))
         self.assertEqual(moved.sm_clock_range(), (1755.0, 1980.0))
 
     def test_replace_regions_keeps_the_rest(self):

@@ -171,7 +171,10 @@ double measure_roof_gbps(std::size_t bytes = std::size_t{4} << 30, int runs = 20
 /// The SM clock now, in MHz, measured: one thread counts its SM's cycles (clock64) while the
 /// GPU's global timer advances 200 µs. DeviceInfo::sm_clock_mhz is the clock the device reports
 /// as its maximum; the clock it runs at moves with temperature and power, so the benchmarks
-/// read this right after each row's timed launches. Throws CudaError if the probe cannot run.
+/// read this right after each row's timed launches. It is the clock of a kernel without
+/// tensor-core work: one that issues `mma` runs below it while it does (ncu's cycle count put
+/// step 10 at 1.76-1.82 GHz where nvidia-smi read 1980 MHz: lab/perf-log.md, v153). Throws CudaError
+/// if the probe cannot run.
 double measure_sm_clock_mhz();
 
 /// A bare read of \p bytes (rounded up to whole chunks): programs of \p threads threads, each
