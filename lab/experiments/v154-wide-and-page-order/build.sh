@@ -1,7 +1,7 @@
 #!/bin/bash
 # v154's programs in build/v154, from the worktree /tmp/wt154 (branch next/v154-wide-order: v149's
 # trial.patch, then this folder's trial.patch), linked with the objects of build/cuda (a built tree
-# of main), head dim 128 only (build.sh [NAMES]: those programs only, default all nine):
+# of main), head dim 128 only (build.sh [NAMES]: those programs only, default all ten):
 #   step10  main's kernel; PA_TRIAL_WIDE=1 in the environment gives every group the wide shape
 #           (kWideShape: one warp of all 128 channels, 32-token tiles, 2 stages);
 #           PA_TRIAL_ASCENDING=1 hands the workload's pages out in ascending order, not shuffled;
@@ -21,6 +21,9 @@
 #   diet2   v160: diet, and each row's sum by an mma of the tile's weights with a B of ones (an
 #           extra n8 accumulator rescaled with the output's), not 16 unpacks and adds a lane
 #           a tile and the four lanes' shuffles at the end (PA_TRIAL_SUM_MMA);
+#   lazy    v161: diet2, and the running max moved (shuffles, rescale) only when a lane holds a
+#           score more than 8 over it in base 2, so a tile's weights may reach 256: no
+#           shuffles on the way from the scores to P·V in the usual tile (PA_TRIAL_LAZY);
 #   step09  build/cuda's step 09 (for v153's run2.sh).
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -51,7 +54,8 @@ build() {  # NAME flags...
 declare -A FLAGS=([step10]="" [nomath]="-DPA_TRIAL_NO_MATH" [s3]="-DPA_TRIAL_STAGES=3"
                   [ahead]="-DPA_TRIAL_QK_AHEAD -DPA_TRIAL_STAGES=3" [kvahead]="-DPA_TRIAL_KV_AHEAD"
                   [dummy]="-DPA_TRIAL_NO_MATH -DPA_TRIAL_DUMMY_MMA" [nosoft]="-DPA_TRIAL_NO_SOFTMAX"
-                  [diet]="-DPA_TRIAL_SOFTMAX_DIET" [diet2]="-DPA_TRIAL_SOFTMAX_DIET -DPA_TRIAL_SUM_MMA")
-for v in ${*:-step10 nomath s3 ahead kvahead dummy nosoft diet diet2}; do build $v ${FLAGS[$v]}; done
+                  [diet]="-DPA_TRIAL_SOFTMAX_DIET" [diet2]="-DPA_TRIAL_SOFTMAX_DIET -DPA_TRIAL_SUM_MMA"
+                  [lazy]="-DPA_TRIAL_SOFTMAX_DIET -DPA_TRIAL_SUM_MMA -DPA_TRIAL_LAZY")
+for v in ${*:-step10 nomath s3 ahead kvahead dummy nosoft diet diet2 lazy}; do build $v ${FLAGS[$v]}; done
 cp steps/step09_memory_pipeline ../v154/step09
 ls -la ../v154
