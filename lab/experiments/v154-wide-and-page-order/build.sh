@@ -28,8 +28,15 @@
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=/tmp/wt154
-[[ -d $W ]] || { git -C /work/main worktree add -q -b next/v154-wide-order $W main &&
-                 git -C $W apply $HERE/../v149-step10-floor/trial.patch && git -C $W commit -qam "v149 trial.patch" && git -C $W apply $HERE/trial.patch; }
+if [[ ! -d $W ]]; then  # the branch holds both patches committed; else make it from main
+  if git -C /work/main rev-parse -q --verify next/v154-wide-order >/dev/null; then
+    git -C /work/main worktree add -q $W next/v154-wide-order
+  else
+    git -C /work/main worktree add -q -b next/v154-wide-order $W main &&
+      git -C $W apply $HERE/../v149-step10-floor/trial.patch && git -C $W commit -qam "v149 trial.patch" &&
+      git -C $W apply $HERE/trial.patch
+  fi
+fi
 cd /work/main/build/cuda
 mkdir -p /tmp/var154 ../v154
 /usr/bin/c++ -DBOOST_ALL_NO_LIB -DPAGEDATTN_HAVE_CUDA=1 -I$W -I/work/main/build/cuda/generated -isystem /usr/local/cuda/include \
