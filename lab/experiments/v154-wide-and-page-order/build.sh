@@ -24,6 +24,10 @@
 #   lazy    v161: diet2, and the running max moved (shuffles, rescale) only when a lane holds a
 #           score more than 8 over it in base 2, so a tile's weights may reach 256: no
 #           shuffles on the way from the scores to P·V in the usual tile (PA_TRIAL_LAZY);
+#   noexp   v162: main with a full-rate max in place of each weight's ex2 (wrong results;
+#           PA_TRIAL_NO_EXP): what the exponentials cost;
+#   ex2x2   v163: main with the two weights of a register from one ex2 of the 16-bit pair
+#           (ex2.approx.ftz.bf16x2, ex2.approx.f16x2): half the exponentials (PA_TRIAL_EX2X2);
 #   step09  build/cuda's step 09 (for v153's run2.sh).
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -62,7 +66,8 @@ declare -A FLAGS=([step10]="" [nomath]="-DPA_TRIAL_NO_MATH" [s3]="-DPA_TRIAL_STA
                   [ahead]="-DPA_TRIAL_QK_AHEAD -DPA_TRIAL_STAGES=3" [kvahead]="-DPA_TRIAL_KV_AHEAD"
                   [dummy]="-DPA_TRIAL_NO_MATH -DPA_TRIAL_DUMMY_MMA" [nosoft]="-DPA_TRIAL_NO_SOFTMAX"
                   [diet]="-DPA_TRIAL_SOFTMAX_DIET" [diet2]="-DPA_TRIAL_SOFTMAX_DIET -DPA_TRIAL_SUM_MMA"
-                  [lazy]="-DPA_TRIAL_SOFTMAX_DIET -DPA_TRIAL_SUM_MMA -DPA_TRIAL_LAZY")
+                  [lazy]="-DPA_TRIAL_SOFTMAX_DIET -DPA_TRIAL_SUM_MMA -DPA_TRIAL_LAZY"
+                  [noexp]="-DPA_TRIAL_NO_EXP" [ex2x2]="-DPA_TRIAL_EX2X2")
 for v in ${*:-step10 nomath s3 ahead kvahead dummy nosoft diet diet2 lazy}; do build $v ${FLAGS[$v]}; done
 cp steps/step09_memory_pipeline ../v154/step09
 ls -la ../v154
